@@ -1,0 +1,23 @@
+"""memarch: search for the best long-term-memory architecture for an LLM agent."""
+from memarch.errors import MemarchError
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.episodes import Episode, Query, Step, Turn
+from memarch.pipeline.items import LineageEntry, MemoryItem, Usage
+from memarch.pipeline.retrieval import Retrieval, ScoredItem
+from memarch.pipeline.space import ArchitectureSpace
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):  # heavy imports (dspy, torch) only when asked for
+    if name == "MemoryProgram":
+        from memarch.pipeline.program import MemoryProgram
+
+        return MemoryProgram
+    raise AttributeError(name)
+
+
+__all__ = [
+    "Architecture", "ArchitectureSpace", "Episode", "LineageEntry", "MemarchError", "MemoryItem",
+    "MemoryProgram", "Query", "Retrieval", "ScoredItem", "Step", "Turn", "Usage",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from memarch.cli import main
+
+sys.exit(main())

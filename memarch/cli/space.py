@@ -1,0 +1,38 @@
+"""``memarch space``: the architecture space of a family, full and LM-free, with its rules."""
+from __future__ import annotations
+
+import json
+
+HELP = "print the architecture space (sizes, modules, rules, what drops out without an LM)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--family", default="experience", help="experience (default) or conversation")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args) -> int:
+    from memarch.pipeline.space import ArchitectureSpace
+
+    d = ArchitectureSpace(args.family).to_dict()
+    if args.json:
+        print(json.dumps(d, indent=1))
+        return 0
+    print(f"family {d['family']}: {d['total']} tuples, {d['valid']} valid "
+          f"({d['valid_triples']} valid store/retriever/manager triples)")
+    print(f"usable without an LM: {d['valid_without_lm']} valid ({d['valid_triples_without_lm']} triples)")
+    for key, why in d["excluded"].items():
+        print(f"  excluded without an LM: {key} — {why}")
+    for role, mods in d["modules"].items():
+        print(f"{role}s:")
+        for m in mods:
+            flags = [f for f, on in (("needs LM", m["needs_lm"]), ("uses LM", m["uses_lm"] and not m["needs_lm"]),
+                                     ("embeddings", m["needs_embeddings"])) if on]
+            req = [f"store:{'/'.join(m['requires_store'])}"] if m["requires_store"] else []
+            req += [f"retriever:{'/'.join(m['requires_retriever'])}"] if m["requires_retriever"] else []
+            extra = ", ".join(flags + req)
+            print(f"  {m['name']:<18} {m['description']}" + (f"  [{extra}]" if extra else ""))
+    print("rules:")
+    for name, text in d["rules"].items():
+        print(f"  {name}: {text}")
+    return 0

@@ -1,0 +1,31 @@
+"""``memarch validate FILE``: check an architecture file against the space's rules."""
+from __future__ import annotations
+
+HELP = "check an architecture JSON file; prints the nearest valid architecture when it is invalid"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("file", help="architecture JSON file")
+    p.add_argument("--no-lm", action="store_true", help="validate against the LM-free space")
+
+
+def run(args) -> int:
+    from memarch.errors import ArchitectureError
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.space import ArchitectureSpace
+
+    arch = Architecture.load(args.file)
+    family = arch.family
+    if family is None:
+        raise ArchitectureError(f"{args.file}: encoders {list(arch.encode)} are unknown or mix families",
+                                rule="known-names")
+    space = ArchitectureSpace(family, lm_available=not args.no_lm)
+    violations = space.violations(arch)
+    if violations:
+        hint = space.repair(arch) if all(v.rule != "known-names" for v in violations) else None
+        msg = f"{args.file}: invalid: {violations[0]}"
+        if hint is not None:
+            msg += f" (nearest valid: {hint.to_json()})"
+        raise ArchitectureError(msg, rule=violations[0].rule)
+    print(f"{args.file}: valid {family} architecture {arch.key()}")
+    return 0

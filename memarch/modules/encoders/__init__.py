@@ -1,0 +1,12 @@
+"""Encoders: what memory writes (experience: tip, insight, trajectory, workflow, shortcut;
+conversation: turn, summary, fact, entity, event)."""
+import importlib
+import pkgutil
+
+from memarch.modules.encoders.base import Encoder
+__all__ = ["Encoder"]
+
+# Every module file in this package registers itself on import: adding a module is adding a file.
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+    if _info.name != "base" and not _info.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_info.name}")

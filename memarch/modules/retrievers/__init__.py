@@ -1,0 +1,11 @@
+"""Retrievers: what memory is read (hybrid, contrastive, cbr_rerank, graph, hyde, mmr)."""
+import importlib
+import pkgutil
+
+from memarch.modules.retrievers.base import Retriever, eligible
+__all__ = ["Retriever", "eligible"]
+
+# Every module file in this package registers itself on import: adding a module is adding a file.
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+    if _info.name != "base" and not _info.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_info.name}")

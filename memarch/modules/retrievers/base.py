@@ -1,0 +1,51 @@
+"""The `Retriever` contract: rank the store's eligible items for a query, then pack them into
+a context that honours ``top_k`` and the token budget. Eligible = active, same namespace, and
+not written by the episode being answered (no self-retrieval)."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import dspy
+
+from memarch.modules.stores.base import Store
+from memarch.pipeline.episodes import Query
+from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.resources import Resources
+from memarch.pipeline.retrieval import Retrieval, ScoredItem, pack
+
+
+def eligible(item: MemoryItem, query: Query) -> bool:
+    return item.active and item.namespace == query.namespace and (
+        query.episode_id is None or item.episode_id != query.episode_id)
+
+
+class Retriever(dspy.Module):
+    """Subclasses implement :meth:`rank`; :meth:`retrieve` applies the common contract."""
+
+    name: ClassVar[str] = "base"
+
+    def __init__(self, resources: Resources | None = None, **config: Any):
+        super().__init__()
+        self.resources = resources or Resources()
+        self.config = dict(config)
+
+    def candidates(self, query: Query, store: Store) -> list[MemoryItem]:
+        return [it for it in store.list(query.namespace) if eligible(it, query)]
+
+    def exclude_fn(self, query: Query):
+        """Predicate for ``Store.search(exclude=...)``: True for items that must not be returned."""
+        return lambda it: not eligible(it, query)
+
+    def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
+        raise NotImplementedError
+
+    def retrieve(self, query: Query | str, store: Store, *, top_k: int = 4,
+                 budget_tokens: int | None = None) -> Retrieval:
+        if isinstance(query, str):
+            query = Query(text=query)
+        ranked = [s for s in self.rank(query, store, max(top_k, 1)) if eligible(s.item, query)]
+        return pack(query, ranked, top_k=top_k, budget_tokens=budget_tokens, trace={"retriever": self.name})
+
+    def forward(self, query: Query | str, store: Store, top_k: int = 4,
+                budget_tokens: int | None = None) -> Retrieval:
+        return self.retrieve(query, store, top_k=top_k, budget_tokens=budget_tokens)

@@ -1,0 +1,1 @@
+"""Core types and runtime: architecture, items, episodes, program, embeddings, caches."""

@@ -1,0 +1,107 @@
+"""`Architecture`: one point (encoders, store, retriever, manager) of the memory-architecture space,
+with its JSON form ``{"schema_version":"1","encode":[...],"store":..,"retrieve":..,"manage":..}``."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from memarch.errors import ArchitectureError
+
+SCHEMA_VERSION = "1"
+FIELDS = ("schema_version", "encode", "store", "retrieve", "manage")
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A memory architecture. ``encode`` keeps the order given; :meth:`canonical` sorts it."""
+
+    encode: tuple[str, ...]
+    store: str
+    retrieve: str
+    manage: str
+
+    def __post_init__(self) -> None:
+        if isinstance(self.encode, str):
+            object.__setattr__(self, "encode", (self.encode,))
+        else:
+            object.__setattr__(self, "encode", tuple(self.encode))
+
+    # -- JSON -----------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Any) -> "Architecture":
+        if not isinstance(data, dict):
+            raise ArchitectureError(f"an architecture must be a JSON object, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(FIELDS))
+        if unknown:
+            raise ArchitectureError(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}",
+                                    rule="unknown-fields")
+        missing = [f for f in FIELDS[1:] if f not in data]
+        if missing:
+            raise ArchitectureError(f"missing field(s): {', '.join(missing)}")
+        version = str(data.get("schema_version", SCHEMA_VERSION))
+        if version != SCHEMA_VERSION:
+            raise ArchitectureError(f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION!r})")
+        enc = data["encode"]
+        if isinstance(enc, str) or not isinstance(enc, list) or not all(isinstance(e, str) for e in enc):
+            raise ArchitectureError("'encode' must be a list of encoder names")
+        for f in ("store", "retrieve", "manage"):
+            if not isinstance(data[f], str):
+                raise ArchitectureError(f"'{f}' must be a module name (a string)")
+        return cls(tuple(enc), data["store"], data["retrieve"], data["manage"])
+
+    def to_dict(self) -> dict:
+        return {"schema_version": SCHEMA_VERSION, "encode": list(self.encode), "store": self.store,
+                "retrieve": self.retrieve, "manage": self.manage}
+
+    @classmethod
+    def from_json(cls, text: str) -> "Architecture":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ArchitectureError(f"malformed JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Architecture":
+        from memarch.pipeline.files import read_json
+
+        try:
+            return cls.from_dict(read_json(path, what="memory architecture JSON"))
+        except ArchitectureError as exc:
+            raise ArchitectureError(f"{path}: {exc}", rule=exc.rule) from None
+
+    def save(self, path: str | Path) -> None:
+        from memarch.pipeline.files import atomic_write_json
+
+        atomic_write_json(path, self.to_dict())
+
+    # -- helpers --------------------------------------------------------------------------------
+    @property
+    def family(self) -> str | None:
+        from memarch.pipeline.registry import REGISTRY
+
+        fams = {REGISTRY.family_of_encoder(e) for e in self.encode}
+        return fams.pop() if len(fams) == 1 else None
+
+    def canonical(self) -> "Architecture":
+        """Encoders deduplicated and in registry order, so equal architectures compare equal."""
+        from memarch.pipeline.registry import REGISTRY
+
+        order = {n: i for i, n in enumerate(REGISTRY.names("encoder"))}
+        enc = tuple(sorted(set(self.encode), key=lambda e: (order.get(e, 10**6), e)))
+        return replace(self, encode=enc)
+
+    def key(self) -> str:
+        c = self.canonical()
+        return f"{'+'.join(c.encode)}|{c.store}|{c.retrieve}|{c.manage}"
+
+    def replace(self, **changes: Any) -> "Architecture":
+        return replace(self, **changes)
+
+    def __str__(self) -> str:
+        return self.key()

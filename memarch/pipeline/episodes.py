@@ -1,0 +1,87 @@
+"""What happened (an `Episode`: a dialogue session or an agent trajectory) and what is asked
+(a `Query`). Benchmarks produce these; `MemoryProgram.write` / `read` consume them."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Turn:
+    """One dialogue turn. ``id`` is the dataset's id (LoCoMo ``D3:7``) used as gold evidence."""
+
+    id: str
+    speaker: str
+    text: str
+    date: str | None = None  # ISO date (YYYY-MM-DD) of the session it belongs to
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Step:
+    """One agent step: the action taken and what the environment answered."""
+
+    id: str
+    action: str
+    observation: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Episode:
+    """A dialogue session (``turns``) or an agent trajectory (``task`` + ``steps`` + ``outcome``)."""
+
+    id: str
+    task: str = ""
+    steps: list[Step] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    outcome: str = "unknown"  # success | failure | unknown
+    time: str | None = None  # ISO date or datetime from the data
+    namespace: str = "default"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def family(self) -> str:
+        return "conversation" if self.turns and not self.steps else "experience"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Episode":
+        return cls(
+            id=str(d["id"]), task=d.get("task", ""),
+            steps=[Step(**s) for s in d.get("steps", [])],
+            turns=[Turn(**t) for t in d.get("turns", [])],
+            outcome=d.get("outcome", "unknown"), time=d.get("time"),
+            namespace=d.get("namespace", "default"), metadata=dict(d.get("metadata", {})),
+        )
+
+    def content_hash(self) -> str:
+        """Hash of everything an encoder may read (the namespace is not content)."""
+        d = self.to_dict()
+        d.pop("namespace", None)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def text(self) -> str:
+        if self.turns:
+            return "\n".join(f"{t.speaker}: {t.text}" for t in self.turns)
+        lines = [f"Task: {self.task}"] + [f"> {s.action}\n{s.observation}" for s in self.steps]
+        return "\n".join(lines)
+
+
+@dataclass
+class Query:
+    """A question or a task to retrieve memory for.
+
+    ``episode_id`` is the episode being answered: items written by it are never returned.
+    """
+
+    text: str
+    id: str = ""
+    episode_id: str | None = None
+    namespace: str = "default"
+    time: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,47 @@
+"""Atomic file writes: a saved file is either the old one or the new one, never half of each."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False, sort_keys=False))
+
+
+def read_json(path: str | os.PathLike, *, what: str = "JSON file") -> Any:
+    """Read JSON or raise a one-line MemarchError naming the path and what was expected."""
+    from memarch.errors import DataError
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: not found (expected a {what})")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: malformed JSON ({exc.__class__.__name__}: {exc}); expected a {what}") from None

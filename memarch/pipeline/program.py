@@ -1,0 +1,171 @@
+"""`MemoryProgram`: an architecture made runnable — encoders write episodes into the store
+through the manager, the retriever reads scored items and a context back. A `dspy.Module`,
+saved and loaded as JSON (architecture, module instructions, optionally the memory bank)."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from memarch.errors import DataError, MemarchError
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.episodes import Episode, Query
+from memarch.pipeline.files import atomic_write_json, read_json
+from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.registry import REGISTRY
+from memarch.pipeline.resources import Resources
+from memarch.pipeline.retrieval import Retrieval
+from memarch.pipeline.space import ArchitectureSpace
+
+FORMAT = "memarch.program/1"
+
+
+class MemoryProgram(dspy.Module):
+    """A memory architecture, built and ready to write and read.
+
+    Example::
+
+        arch = Architecture(("trajectory",), "vector", "hybrid", "lightweight")
+        program = MemoryProgram(arch)
+        program.write(episode)
+        program.read("how do I open the fridge?").context
+
+    Args:
+        architecture: an `Architecture` (or its dict form); validated against the registry.
+        resources: embedder, LM and caches (default: bundled embedder, no LM).
+        top_k: items per read (4 as in AutoMem).
+        budget_tokens: context budget in words (None: unlimited).
+        config: per-module keyword arguments, ``{"store": {...}, "retriever": {...},
+            "manager": {...}, "encoder:tip": {...}}``.
+    """
+
+    def __init__(self, architecture: Architecture | dict, *, resources: Resources | None = None,
+                 top_k: int = 4, budget_tokens: int | None = None, config: dict[str, Any] | None = None):
+        super().__init__()
+        arch = architecture if isinstance(architecture, Architecture) else Architecture.from_dict(architecture)
+        self.resources = resources or Resources()
+        family = arch.family
+        if family is None:
+            space = ArchitectureSpace("experience", lm_available=self.resources.lm_available)
+        else:
+            space = ArchitectureSpace(family, lm_available=self.resources.lm_available)
+        space.validate(arch)
+        self.architecture = arch.canonical()
+        self.family = family
+        self.top_k = int(top_k)
+        self.budget_tokens = budget_tokens
+        self.module_config = dict(config or {})
+        cfg = self.module_config
+        self.encoders = [REGISTRY.get("encoder", e).cls(self.resources, **cfg.get(f"encoder:{e}", {}))
+                         for e in self.architecture.encode]
+        self.store = REGISTRY.get("store", arch.store).cls(self.resources, **cfg.get("store", {}))
+        self.retriever = REGISTRY.get("retriever", arch.retrieve).cls(self.resources, **cfg.get("retriever", {}))
+        self.manager = REGISTRY.get("manager", arch.manage).cls(self.resources, **cfg.get("manager", {}))
+        self.episodes_written: dict[str, int] = {}
+
+    # -- write / read ----------------------------------------------------------------------------
+    def encode(self, episode: Episode) -> list[MemoryItem]:
+        """What the encoders would write for ``episode`` (before the manager sees it)."""
+        items: list[MemoryItem] = []
+        for enc in self.encoders:
+            items.extend(enc.encode(episode))
+        return items
+
+    def write(self, episode: Episode) -> list[MemoryItem]:
+        """Encode ``episode``, let the manager curate, store what survives; returns the stored items."""
+        items = self.encode(episode)
+        kept = self.manager.on_insert(items, self.store) if items else []
+        if kept:
+            self.store.add(kept)
+        self.manager.after_episode(episode, self.store)
+        ns = episode.namespace
+        self.episodes_written[ns] = self.episodes_written.get(ns, 0) + 1
+        if self.manager.period and self.episodes_written[ns] % self.manager.period == 0:
+            self.manager.periodic(self.store, ns)
+        return kept
+
+    def write_many(self, episodes: list[Episode]) -> int:
+        return sum(len(self.write(ep)) for ep in episodes)
+
+    def read(self, query: Query | str, *, top_k: int | None = None,
+             budget_tokens: int | None = None) -> Retrieval:
+        if isinstance(query, str):
+            query = Query(text=query)
+        return self.retriever.retrieve(query, self.store, top_k=top_k or self.top_k,
+                                       budget_tokens=budget_tokens if budget_tokens is not None else self.budget_tokens)
+
+    def feedback(self, retrieval: Retrieval, success: bool | None) -> None:
+        """Tell the manager whether what was read helped (boost / penalise, edge weights)."""
+        self.manager.feedback(retrieval, success, self.store)
+
+    def forward(self, query: str, episode_id: str | None = None, namespace: str = "default") -> dspy.Prediction:
+        r = self.read(Query(text=query, episode_id=episode_id, namespace=namespace))
+        return dspy.Prediction(context=r.context, items=r.items, retrieval=r)
+
+    # -- persistence -----------------------------------------------------------------------------
+    def instructions(self) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for role, mod in self._modules():
+            ins = {n: p.signature.instructions for n, p in mod.named_predictors()}
+            if ins:
+                out[role] = ins
+        return out
+
+    def _modules(self):
+        for enc in self.encoders:
+            yield f"encoder:{enc.name}", enc
+        yield "store", self.store
+        yield "retriever", self.retriever
+        yield "manager", self.manager
+
+    def to_dict(self, *, include_memory: bool = True) -> dict:
+        return {
+            "format": FORMAT,
+            "architecture": self.architecture.to_dict(),
+            "top_k": self.top_k,
+            "budget_tokens": self.budget_tokens,
+            "config": self.module_config,
+            "embedder": self.resources.embedder.model,
+            "instructions": self.instructions(),
+            "episodes_written": self.episodes_written,
+            "memory": self._memory_state() if include_memory else None,
+        }
+
+    def _memory_state(self) -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            self.store.save(tmp)
+            return read_json(Path(tmp) / "store.json")
+
+    def save(self, path: str | Path, *, include_memory: bool = True) -> Path:
+        """Save as one JSON file (atomic). Never pickle; nothing executable is stored."""
+        path = Path(path)
+        atomic_write_json(path, self.to_dict(include_memory=include_memory))
+        return path
+
+    @classmethod
+    def from_dict(cls, data: Any, *, resources: Resources | None = None, source: str = "program") -> "MemoryProgram":
+        if not isinstance(data, dict) or data.get("format") != FORMAT or "architecture" not in data:
+            raise DataError(f"{source}: not a saved memarch program (expected format {FORMAT!r})")
+        try:
+            program = cls(Architecture.from_dict(data["architecture"]), resources=resources,
+                          top_k=int(data.get("top_k", 4)), budget_tokens=data.get("budget_tokens"),
+                          config=data.get("config") or {})
+            for role, mod in program._modules():
+                for pname, text in (data.get("instructions") or {}).get(role, {}).items():
+                    for n, p in mod.named_predictors():
+                        if n == pname:
+                            p.signature = p.signature.with_instructions(text)
+            if data.get("memory"):
+                program.store.load_state(data["memory"])
+            program.episodes_written = dict(data.get("episodes_written") or {})
+        except MemarchError as exc:
+            raise DataError(f"{source}: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DataError(f"{source}: corrupt saved program ({exc.__class__.__name__}: {exc})") from None
+        return program
+
+    @classmethod
+    def load(cls, path: str | Path, *, resources: Resources | None = None) -> "MemoryProgram":
+        return cls.from_dict(read_json(path, what="saved memarch program"), resources=resources, source=str(path))

@@ -1,0 +1,147 @@
+"""The module registry: one decorated class per module; the search space and its validity rules
+are derived from the capabilities declared here, never from a hand-written list of combinations.
+
+Example::
+
+    @register("retriever", "mmr", needs_embeddings=True, description="dense recall + MMR")
+    class MMRRetriever(Retriever): ...
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+ROLES = ("encoder", "store", "retriever", "manager")
+FAMILIES = ("experience", "conversation")
+# The architecture field each role fills.
+ROLE_FIELD = {"encoder": "encode", "store": "store", "retriever": "retrieve", "manager": "manage"}
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """What a module declares about itself; the space reads only this."""
+
+    role: str
+    name: str
+    cls: type
+    families: tuple[str, ...] = FAMILIES
+    needs_lm: bool = False  # cannot run at all without an LM (drops out of the LM-free space)
+    uses_lm: bool = False  # uses an LM when one is configured, has a real LM-free path otherwise
+    needs_embeddings: bool = False
+    provides: frozenset[str] = frozenset()  # capability tags a store offers, e.g. {"graph"}
+    requires_store: frozenset[str] = frozenset()  # tags the chosen store must provide
+    requires_retriever: frozenset[str] = frozenset()  # allowed retrievers (empty: any)
+    description: str = ""
+    order: int = 0
+
+    def capabilities(self) -> dict:
+        return {
+            "role": self.role, "name": self.name, "families": list(self.families),
+            "needs_lm": self.needs_lm, "uses_lm": self.uses_lm,
+            "needs_embeddings": self.needs_embeddings, "provides": sorted(self.provides),
+            "requires_store": sorted(self.requires_store),
+            "requires_retriever": sorted(self.requires_retriever), "description": self.description,
+        }
+
+
+@dataclass
+class Registry:
+    _specs: dict[tuple[str, str], ModuleSpec] = field(default_factory=dict)
+    _counter: int = 0
+
+    def register(
+        self,
+        role: str,
+        name: str,
+        *,
+        families: tuple[str, ...] | str = FAMILIES,
+        needs_lm: bool = False,
+        uses_lm: bool = False,
+        needs_embeddings: bool = False,
+        provides: tuple[str, ...] = (),
+        requires_store: tuple[str, ...] = (),
+        requires_retriever: tuple[str, ...] = (),
+        description: str | None = None,
+        rank: int | None = None,
+    ) -> Callable[[type], type]:
+        """Register a module class. ``rank`` fixes its place in menus (default: registration order)."""
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
+        fams = (families,) if isinstance(families, str) else tuple(families)
+        for fam in fams:
+            if fam not in FAMILIES:
+                raise ValueError(f"unknown family {fam!r}; expected one of {FAMILIES}")
+
+        def decorate(cls: type) -> type:
+            key = (role, name)
+            old = self._specs.get(key)
+            if old is not None and old.cls.__qualname__ != cls.__qualname__:
+                raise ValueError(f"{role} {name!r} is already registered by {old.cls.__qualname__}")
+            self._counter += 1
+            doc = (cls.__doc__ or "").strip().splitlines()
+            spec = ModuleSpec(
+                role=role, name=name, cls=cls, families=fams, needs_lm=needs_lm,
+                uses_lm=uses_lm or needs_lm, needs_embeddings=needs_embeddings,
+                provides=frozenset(provides), requires_store=frozenset(requires_store),
+                requires_retriever=frozenset(requires_retriever),
+                description=description or (doc[0] if doc else ""),
+                order=old.order if old else (rank if rank is not None else 1000 + self._counter),
+            )
+            self._specs[key] = spec
+            cls.name = name
+            cls.role = role
+            cls.spec = spec
+            return cls
+
+        return decorate
+
+    def unregister(self, role: str, name: str) -> None:
+        self._specs.pop((role, name), None)
+
+    @contextlib.contextmanager
+    def temporarily(self) -> Iterator["Registry"]:
+        """Registrations made inside the block are undone after it (used by tests)."""
+        saved = dict(self._specs)
+        try:
+            yield self
+        finally:
+            self._specs = saved
+
+    def get(self, role: str, name: str) -> ModuleSpec:
+        ensure_modules_loaded()
+        try:
+            return self._specs[(role, name)]
+        except KeyError:
+            from memarch.errors import ArchitectureError
+
+            known = ", ".join(self.names(role)) or "none"
+            raise ArchitectureError(f"unknown {role} {name!r} (known: {known})", rule="known-names") from None
+
+    def specs(self, role: str, family: str | None = None) -> list[ModuleSpec]:
+        ensure_modules_loaded()
+        out = [s for (r, _), s in self._specs.items() if r == role and (family is None or family in s.families)]
+        return sorted(out, key=lambda s: s.order)
+
+    def names(self, role: str, family: str | None = None) -> list[str]:
+        return [s.name for s in self.specs(role, family)]
+
+    def family_of_encoder(self, name: str) -> str | None:
+        ensure_modules_loaded()
+        spec = self._specs.get(("encoder", name))
+        return spec.families[0] if spec else None
+
+
+REGISTRY = Registry()
+register = REGISTRY.register
+
+_LOADED = False
+
+
+def ensure_modules_loaded() -> None:
+    """Import every built-in module file so that its decorators run."""
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        importlib.import_module("memarch.modules")

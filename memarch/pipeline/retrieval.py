@@ -1,0 +1,88 @@
+"""What a read returns: scored items, each with a trace of why, packed into a context that
+honours ``top_k`` and a token budget."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memarch.pipeline.episodes import Query
+from memarch.pipeline.items import MemoryItem
+
+_TOKEN = re.compile(r"\S+")
+
+
+def count_tokens(text: str) -> int:
+    """Context budget unit: whitespace-separated words (model-independent, documented in README)."""
+    return len(_TOKEN.findall(text))
+
+
+def truncate_tokens(text: str, budget: int) -> str:
+    words = _TOKEN.findall(text)
+    return text if len(words) <= budget else " ".join(words[:budget])
+
+
+def format_item(item: MemoryItem) -> str:
+    when = f" {item.event_time}" if item.event_time else ""
+    return f"[{item.kind}{when}] {item.text}"
+
+
+@dataclass
+class ScoredItem:
+    item: MemoryItem
+    score: float
+    trace: dict[str, Any] = field(default_factory=dict)  # why: component scores, seed, path, ...
+
+
+@dataclass
+class Retrieval:
+    """Items in rank order and the context built from them."""
+
+    query: Query
+    items: list[ScoredItem] = field(default_factory=list)
+    context: str = ""
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def ids(self) -> list[str]:
+        return [s.item.id for s in self.items]
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query.text, "context": self.context, "trace": self.trace,
+            "items": [{"id": s.item.id, "kind": s.item.kind, "score": s.score, "trace": s.trace,
+                       "episode_id": s.item.episode_id, "source_ids": s.item.source_ids}
+                      for s in self.items],
+        }
+
+
+def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: int | None,
+         trace: dict[str, Any] | None = None) -> Retrieval:
+    """Keep the best items while they fit ``top_k`` and the token budget.
+
+    An item that does not fit whole is cut to the remaining budget if at least 8 words remain, and
+    marked ``truncated`` in its trace; items after the budget is spent are dropped.
+    """
+    kept: list[ScoredItem] = []
+    lines: list[str] = []
+    used = 0
+    for s in ranked:
+        if len(kept) >= top_k:
+            break
+        line = format_item(s.item)
+        n = count_tokens(line)
+        if budget_tokens is not None and used + n > budget_tokens:
+            left = budget_tokens - used
+            if left >= 8:
+                line = truncate_tokens(line, left)
+                s.trace = {**s.trace, "truncated": True}
+                kept.append(s)
+                lines.append(line)
+                used += count_tokens(line)
+            break
+        kept.append(s)
+        lines.append(line)
+        used += n
+    t = dict(trace or {})
+    t.update({"top_k": top_k, "budget_tokens": budget_tokens, "tokens_used": used,
+              "candidates": len(ranked)})
+    return Retrieval(query=query, items=kept, context="\n".join(lines), trace=t)

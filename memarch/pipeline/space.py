@@ -1,0 +1,203 @@
+"""`ArchitectureSpace`: the E x S x R x M space of one family, derived from the module registry —
+its size, its validity rules, enumeration, validation that names the broken rule, and repair."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Iterator
+
+from memarch.errors import ArchitectureError
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.registry import FAMILIES, REGISTRY, ModuleSpec, Registry
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.message}"
+
+
+# The rules, each derived from declared capabilities (see ModuleSpec).
+RULES = {
+    "encode-nonempty": "encode is a non-empty set of encoders",
+    "encode-unique": "encode has no duplicates",
+    "known-names": "every name is a registered module of the family's menu",
+    "retriever-store": "a retriever's required store capabilities are provided by the store "
+                       "(graph retriever -> graph-family store)",
+    "manager-store": "a manager's required store capabilities are provided by the store "
+                     "(graph_consolidate -> graph-family store)",
+    "manager-retriever": "a manager that requires specific retrievers is paired with one of them "
+                         "(graph_consolidate -> graph retriever)",
+    "lm-required": "modules that cannot run without an LM need an LM",
+}
+
+
+class ArchitectureSpace:
+    """The space of one family. With ``lm_available=False`` the modules that need an LM drop out.
+
+    Example::
+
+        space = ArchitectureSpace("experience")
+        space.total(), space.count_valid()   # (3720, 2573)
+    """
+
+    def __init__(self, family: str = "experience", *, lm_available: bool = True,
+                 registry: Registry = REGISTRY):
+        if family not in FAMILIES:
+            raise ArchitectureError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}",
+                                    rule="known-names")
+        self.family = family
+        self.lm_available = lm_available
+        self.registry = registry
+        self.excluded: dict[str, str] = {}
+        self._specs: dict[str, list[ModuleSpec]] = {}
+        for role in ("encoder", "store", "retriever", "manager"):
+            kept = []
+            for spec in registry.specs(role, family):
+                if spec.needs_lm and not lm_available:
+                    self.excluded[f"{role}:{spec.name}"] = f"{role} {spec.name!r} needs an LM and none is configured"
+                else:
+                    kept.append(spec)
+            self._specs[role] = kept
+
+    # -- menus ------------------------------------------------------------------------------------
+    @property
+    def encoders(self) -> list[str]:
+        return [s.name for s in self._specs["encoder"]]
+
+    @property
+    def stores(self) -> list[str]:
+        return [s.name for s in self._specs["store"]]
+
+    @property
+    def retrievers(self) -> list[str]:
+        return [s.name for s in self._specs["retriever"]]
+
+    @property
+    def managers(self) -> list[str]:
+        return [s.name for s in self._specs["manager"]]
+
+    def spec(self, role: str, name: str) -> ModuleSpec:
+        return self.registry.get(role, name)
+
+    # -- counting and enumeration ----------------------------------------------------------------
+    def encoder_subsets(self) -> list[tuple[str, ...]]:
+        enc = self.encoders
+        return [c for r in range(1, len(enc) + 1) for c in itertools.combinations(enc, r)]
+
+    def total(self) -> int:
+        return (2 ** len(self.encoders) - 1) * len(self.stores) * len(self.retrievers) * len(self.managers)
+
+    def triples(self, *, valid_only: bool = True) -> list[tuple[str, str, str]]:
+        out = []
+        for s, r, m in itertools.product(self.stores, self.retrievers, self.managers):
+            if not valid_only or not self._triple_violations(s, r, m):
+                out.append((s, r, m))
+        return out
+
+    def count_valid(self) -> int:
+        return len(self.triples()) * len(self.encoder_subsets())
+
+    def enumerate(self, *, valid_only: bool = True) -> Iterator[Architecture]:
+        triples = self.triples(valid_only=valid_only)
+        for enc in self.encoder_subsets():
+            for s, r, m in triples:
+                yield Architecture(enc, s, r, m)
+
+    # -- validity ---------------------------------------------------------------------------------
+    def _triple_violations(self, store: str, retrieve: str, manage: str) -> list[Violation]:
+        out: list[Violation] = []
+        s = self.registry.get("store", store)
+        r = self.registry.get("retriever", retrieve)
+        m = self.registry.get("manager", manage)
+        if not r.requires_store <= s.provides:
+            out.append(Violation("retriever-store", f"retriever {retrieve!r} needs a store with "
+                                 f"{'/'.join(sorted(r.requires_store))} capability; store {store!r} has none"))
+        if not m.requires_store <= s.provides:
+            out.append(Violation("manager-store", f"manager {manage!r} needs a store with "
+                                 f"{'/'.join(sorted(m.requires_store))} capability; store {store!r} has none"))
+        if m.requires_retriever and retrieve not in m.requires_retriever:
+            out.append(Violation("manager-retriever", f"manager {manage!r} needs retriever "
+                                 f"{' or '.join(sorted(m.requires_retriever))}, not {retrieve!r}"))
+        return out
+
+    def violations(self, arch: Architecture) -> list[Violation]:
+        out: list[Violation] = []
+        if not arch.encode:
+            out.append(Violation("encode-nonempty", "encode must name at least one encoder"))
+        dups = sorted({e for e in arch.encode if arch.encode.count(e) > 1})
+        if dups:
+            out.append(Violation("encode-unique", f"duplicate encoder(s): {', '.join(dups)}"))
+        menus = {"encoder": self.registry.names("encoder", self.family),
+                 "store": self.registry.names("store", self.family),
+                 "retriever": self.registry.names("retriever", self.family),
+                 "manager": self.registry.names("manager", self.family)}
+        names = [("encoder", e) for e in arch.encode] + [
+            ("store", arch.store), ("retriever", arch.retrieve), ("manager", arch.manage)]
+        unknown = False
+        for role, name in names:
+            if name not in menus[role]:
+                unknown = True
+                other = self.registry.family_of_encoder(name) if role == "encoder" else None
+                hint = f" (it belongs to the {other!r} family)" if other else f"; known: {', '.join(menus[role])}"
+                out.append(Violation("known-names", f"{role} {name!r} is not in the {self.family} menu{hint}"))
+        if unknown:
+            return out
+        out.extend(self._triple_violations(arch.store, arch.retrieve, arch.manage))
+        if not self.lm_available:
+            for role, name in names:
+                if self.registry.get(role, name).needs_lm:
+                    out.append(Violation("lm-required", f"{role} {name!r} needs an LM and none is configured"))
+        return out
+
+    def is_valid(self, arch: Architecture) -> bool:
+        return not self.violations(arch)
+
+    def validate(self, arch: Architecture) -> Architecture:
+        """Return ``arch`` unchanged, or raise ArchitectureError naming the first broken rule."""
+        v = self.violations(arch)
+        if v:
+            raise ArchitectureError(f"invalid architecture {arch.key()}: {v[0]}", rule=v[0].rule)
+        return arch
+
+    def repair(self, arch: Architecture) -> Architecture:
+        """The nearest valid architecture: fewest changed fields, encoders kept where possible.
+
+        Distance: symmetric difference of the encoder sets plus one per changed store / retriever /
+        manager; ties go to the registry order, so repair is deterministic.
+        """
+        if self.is_valid(arch):
+            return arch.canonical()
+        keep = [e for e in dict.fromkeys(arch.encode) if e in self.encoders]
+        enc = tuple(e for e in self.encoders if e in keep) or (self.encoders[0],)
+        best, best_d = None, None
+        for s, r, m in self.triples():
+            d = (s != arch.store) + (r != arch.retrieve) + (m != arch.manage)
+            if best_d is None or d < best_d:
+                best, best_d = (s, r, m), d
+        if best is None:
+            raise ArchitectureError(f"the {self.family} space has no valid architecture", rule="known-names")
+        return Architecture(enc, *best)
+
+    # -- description ------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        full = ArchitectureSpace(self.family, lm_available=True, registry=self.registry)
+        free = ArchitectureSpace(self.family, lm_available=False, registry=self.registry)
+        return {
+            "family": self.family,
+            "total": full.total(),
+            "valid": full.count_valid(),
+            "valid_without_lm": free.count_valid(),
+            "excluded": dict(free.excluded),
+            "rules": dict(RULES),
+            "modules": {
+                role: [full.spec(role, n).capabilities() for n in getattr(full, attr)]
+                for role, attr in (("encoder", "encoders"), ("store", "stores"),
+                                   ("retriever", "retrievers"), ("manager", "managers"))
+            },
+            "valid_triples": len(full.triples()),
+            "valid_triples_without_lm": len(free.triples()),
+        }

@@ -1,0 +1,62 @@
+"""`TrialResult`: what evaluating one architecture on one benchmark split produces — the
+objective, named scores, per-category scores, cost, per-query outcomes and the failure
+attribution (which module lost the answer) that the guided search diagnoses."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memarch.pipeline.architecture import Architecture
+
+MODULES = ("encode", "manage", "store", "retrieve")
+
+
+@dataclass
+class QueryOutcome:
+    """One query or task of a trial.
+
+    ``score`` is the query's contribution to the objective (0..1); ``attribution`` names the
+    module that lost the answer for a failed query (``encode`` / ``manage`` / ``store`` /
+    ``retrieve``), or None when it succeeded or could not be attributed; ``evidence`` holds the
+    facts behind the attribution (gold ids, which were encoded, kept, stored, retrieved).
+    """
+
+    query_id: str
+    score: float
+    success: bool
+    category: str = ""
+    attribution: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    retrieved_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TrialResult:
+    architecture: Architecture | None  # None: the no-memory baseline
+    benchmark: str
+    split: str
+    objective: float
+    scores: dict[str, float] = field(default_factory=dict)
+    per_category: dict[str, float] = field(default_factory=dict)
+    cost: dict[str, float] = field(default_factory=dict)  # wall_s, memory_items, lm_calls, tokens_in/out[_role]
+    outcomes: list[QueryOutcome] = field(default_factory=list)
+    attribution: dict[str, int] = field(default_factory=dict)  # module -> failed queries attributed
+    failed: bool = False
+    error: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["architecture"] = self.architecture.to_dict() if self.architecture else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrialResult":
+        d = dict(d)
+        arch = Architecture.from_dict(d["architecture"]) if d.get("architecture") else None
+        outcomes = [QueryOutcome(**o) for o in d.pop("outcomes", [])]
+        d.pop("architecture", None)
+        return cls(architecture=arch, outcomes=outcomes, **d)
+
+    def failures(self) -> list[QueryOutcome]:
+        return [o for o in self.outcomes if not o.success]
