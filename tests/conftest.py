@@ -1,0 +1,48 @@
+"""Shared fixtures. Caches go to a per-session temp dir so tests never touch ~/.cache."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+_SESSION_CACHE = tempfile.mkdtemp(prefix="memarch-test-cache-")
+os.environ["MEMARCH_CACHE_DIR"] = _SESSION_CACHE
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = Path(os.environ.get("MEMARCH_TEST_DATA", ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not DATA_DIR.exists():
+        pytest.fail(f"shared data not found at {DATA_DIR}")
+    return DATA_DIR
+
+
+@pytest.fixture
+def hash_resources(tmp_path):
+    """Resources with the fast feature-hashing embedder and a private cache dir, no LM."""
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.resources import Resources
+
+    return Resources(embedder=Embedder("hash", cache_dir=tmp_path), cache_dir=tmp_path)
+
+
+@pytest.fixture(scope="session")
+def real_embedder():
+    """The bundled all-MiniLM-L6-v2 (loaded once per session)."""
+    from memarch.pipeline.embed import Embedder
+
+    return Embedder(cache_dir=_SESSION_CACHE)
+
+
+@pytest.fixture
+def resources(real_embedder, tmp_path):
+    from memarch.pipeline.resources import Resources
+
+    return Resources(embedder=real_embedder, cache_dir=tmp_path)
