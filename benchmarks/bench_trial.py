@@ -1,0 +1,80 @@
+"""Fast trials: one trial over full LoCoMo cold (empty caches) and warm (encoder and embedding
+caches on disk filled, fresh in-memory state), printing both times and the ratio.
+
+    .venv/bin/python benchmarks/bench_trial.py --data ../shared/data/locomo
+
+Targets (issue 4, item 8): warm < 20 s on 2 cores, and >= 5x faster than cold.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+
+def trial(arch, bench, cache_dir: str, budget: int, embedder_model: str):
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.evaluate import evaluate
+    from memarch.pipeline.resources import Resources
+
+    # A new Embedder per trial: no in-memory memo survives, only the disk caches.
+    resources = Resources(embedder=Embedder(embedder_model, cache_dir=cache_dir), cache_dir=cache_dir)
+    t0 = time.perf_counter()
+    result = evaluate(arch, bench, split="all", resources=resources, budget_tokens=budget)
+    return time.perf_counter() - t0, result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default=os.environ.get("MEMARCH_DATA_DIR", "../shared/data/locomo"))
+    p.add_argument("--architecture", default='{"encode":["turn"],"store":"vector","retrieve":"hybrid",'
+                                             '"manage":"lightweight"}', help="JSON text or a file")
+    p.add_argument("--budget", type=int, default=200)
+    p.add_argument("--embedder", default="all-MiniLM-L6-v2", help="'hash' for a model-free run")
+    p.add_argument("--cache-dir", default=None, help="default: a fresh temporary directory (a true cold start)")
+    p.add_argument("--warm-runs", type=int, default=2)
+    args = p.parse_args(argv)
+
+    from memarch.benchmarks.locomo import LoCoMo
+    from memarch.pipeline.architecture import Architecture
+
+    spec = args.architecture
+    arch = Architecture.load(spec) if os.path.exists(spec) else Architecture.from_json(spec)
+    t0 = time.perf_counter()
+    bench = LoCoMo(args.data)
+    load_s = time.perf_counter() - t0
+    s = bench.stats()
+    cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="memarch-bench-")
+    print(f"LoCoMo: {s['units']} conversations, {s['sessions']} sessions, {s['turns']} turns, "
+          f"{s['questions']} questions (loaded in {load_s:.2f} s); architecture {arch.key()}; B={args.budget}")
+    print(f"cache dir: {cache_dir}")
+    cold_s, cold = trial(arch, bench, cache_dir, args.budget, args.embedder)
+    if cold.failed:
+        print(f"trial failed: {cold.error}", file=sys.stderr)
+        return 1
+    print(f"cold: {cold_s:7.2f} s  objective {cold.objective:.4f}  scored questions "
+          f"{int(cold.scores['questions'])}  embeddings computed {int(cold.cost['embeddings_computed'])}  "
+          f"(write {cold.cost['write_s']:.2f} s, read {cold.cost['read_s']:.2f} s)")
+    warm_times = []
+    for i in range(args.warm_runs):
+        warm_s, warm = trial(arch, bench, cache_dir, args.budget, args.embedder)
+        warm_times.append(warm_s)
+        same = abs(warm.objective - cold.objective) < 1e-9
+        print(f"warm: {warm_s:7.2f} s  objective {warm.objective:.4f} ({'same' if same else 'DIFFERENT'})  "
+              f"embeddings computed {int(warm.cost['embeddings_computed'])}  "
+              f"(write {warm.cost['write_s']:.2f} s, read {warm.cost['read_s']:.2f} s)")
+    best = min(warm_times)
+    ratio = cold_s / best
+    ok = best < 20 and ratio >= 5
+    print(f"warm best {best:.2f} s (< 20 s: {'yes' if best < 20 else 'NO'}); cold/warm = {ratio:.1f}x "
+          f"(>= 5x: {'yes' if ratio >= 5 else 'NO'})")
+    print(json.dumps({"cold_s": round(cold_s, 3), "warm_s": round(best, 3), "ratio": round(ratio, 2),
+                      "objective": cold.objective, "per_category": cold.per_category}))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

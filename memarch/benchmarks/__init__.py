@@ -1,0 +1,56 @@
+"""Benchmarks by name: ``generated`` (the embedded default), ``locomo``, ``babi`` and, when its
+file exists, ``textworld``. A benchmark is one file here defining a `Benchmark` subclass whose
+``name`` is the file's name."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+from memarch.benchmarks.base import AgentTask, Benchmark, Dialogue, Question, TaskBenchmark
+from memarch.errors import MemarchError
+
+# Menu order; a name is offered only when its module file is present.
+_KNOWN = ("generated", "locomo", "babi", "textworld")
+DEFAULT = "generated"
+
+
+def available() -> list[str]:
+    return [n for n in _KNOWN if importlib.util.find_spec(f"{__name__}.{n}") is not None]
+
+
+BENCHMARKS: tuple[str, ...] = tuple(available())
+
+
+def benchmark_class(name: str) -> type[Benchmark]:
+    if name not in available():
+        raise MemarchError(f"unknown benchmark {name!r} (known: {', '.join(available())})")
+    module = importlib.import_module(f"{__name__}.{name}")
+    for obj in vars(module).values():
+        if isinstance(obj, type) and issubclass(obj, Benchmark) and getattr(obj, "name", None) == name:
+            return obj
+    raise MemarchError(f"memarch.benchmarks.{name} defines no Benchmark subclass named {name!r}")
+
+
+def get_benchmark(name: str = DEFAULT, data: Any = None, **knobs: Any) -> Benchmark:
+    """Build a benchmark by name.
+
+    Example::
+
+        get_benchmark("generated", seed=1, sessions=6)
+        get_benchmark("locomo", "../shared/data/locomo", conversations=2)
+
+    ``data`` is the dataset path for the file-backed benchmarks (ignored by ``generated``);
+    ``knobs`` go to the benchmark's constructor (split seed, difficulty, task numbers...).
+    """
+    cls = benchmark_class(name)
+    if data is not None:
+        knobs["data"] = data
+    try:
+        return cls(**knobs)
+    except TypeError as exc:
+        raise MemarchError(f"benchmark {name!r}: {exc}") from None
+
+
+__all__ = ["AgentTask", "BENCHMARKS", "Benchmark", "Dialogue", "Question", "TaskBenchmark",
+           "available", "benchmark_class", "get_benchmark"]

@@ -1,0 +1,118 @@
+"""Failure attribution from provenance and lineage: for a failed question, which module lost its
+gold evidence — ``encode`` (never written into any item), ``manage`` (the manager dropped,
+superseded or deleted it), ``store`` (kept by the manager but not active in the store) or
+``retrieve`` (in the store, not returned within the budget).
+
+Example::
+
+    trace = WriteTrace()
+    trace.record(encoded_items, kept_items)            # after each MemoryProgram.write
+    stage, facts = attribute(["D1:3"], trace, store, "conv-1", retrieved_items)
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.trial import MODULES
+
+if TYPE_CHECKING:
+    from memarch.modules.stores.base import Store
+
+
+@dataclass
+class WriteTrace:
+    """What the encoders produced and what the manager let through, per namespace and source id."""
+
+    encoded: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # ns -> source id -> item ids
+    kept: dict[str, set[str]] = field(default_factory=dict)  # ns -> item ids returned by on_insert
+
+    def record(self, encoded: Iterable[MemoryItem], kept: Iterable[MemoryItem]) -> None:
+        for it in encoded:
+            by_source = self.encoded.setdefault(it.namespace, {})
+            for sid in it.source_ids:
+                by_source.setdefault(sid, set()).add(it.id)
+        for it in kept:
+            self.kept.setdefault(it.namespace, set()).add(it.id)
+
+
+class StoreView:
+    """Source id -> stored items of one namespace, rebuilt only when the store's version changes."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[int, dict[str, list[MemoryItem]]]] = {}
+
+    def by_source(self, store: "Store", namespace: str) -> dict[str, list[MemoryItem]]:
+        version = store.version(namespace)
+        hit = self._cache.get(namespace)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        index: dict[str, list[MemoryItem]] = {}
+        for it in store.list(namespace, include_deleted=True):
+            for sid in it.source_ids:
+                index.setdefault(sid, []).append(it)
+        self._cache[namespace] = (version, index)
+        return index
+
+
+def _removed_by_manager(item: MemoryItem) -> bool:
+    """An inactive item whose lineage shows a manager acting on it (superseded, merged, pruned)."""
+    return not item.active and any(e.actor.startswith("manager:") for e in item.lineage)
+
+
+def loss_stage(sid: str, namespace: str, trace: WriteTrace, stored: dict[str, list[MemoryItem]]) -> str:
+    """Where gold source ``sid`` was lost, given that it was not retrieved."""
+    items = stored.get(sid, [])
+    if any(it.active for it in items):
+        return "retrieve"
+    encoded_ids = trace.encoded.get(namespace, {}).get(sid, set())
+    if not encoded_ids and not items:
+        return "encode"
+    kept = trace.kept.get(namespace, set())
+    if encoded_ids and not (encoded_ids & kept):
+        return "manage"  # the manager's on_insert let none of them through
+    if any(_removed_by_manager(it) for it in items):
+        return "manage"
+    return "store"
+
+
+def attribute(gold: Iterable[str], trace: WriteTrace, store: "Store | None", namespace: str,
+              retrieved: Iterable[MemoryItem], *, view: StoreView | None = None
+              ) -> tuple[str | None, dict[str, Any]]:
+    """(module that lost the answer or None, the facts behind it) for one failed question.
+
+    None when the question has no gold evidence, or when every gold id was retrieved (the failure
+    is the reader's or the metric's, not memory's). With several gold ids lost at different
+    stages the most common stage wins, ties going to the earliest stage in the pipeline.
+    """
+    gold = list(dict.fromkeys(gold))
+    covered = {sid for it in retrieved for sid in it.source_ids}
+    facts: dict[str, Any] = {"gold": gold, "retrieved_sources": sorted(covered & set(gold))}
+    if not gold:
+        facts["reason"] = "no gold evidence"
+        return None, facts
+    missing = [sid for sid in gold if sid not in covered]
+    if not missing:
+        facts["reason"] = "all gold evidence retrieved"
+        return None, facts
+    if store is None:  # the no-memory baseline: nothing was ever written
+        facts.update(lost={sid: "encode" for sid in missing}, reason="no memory")
+        return None, facts
+    stored = (view or StoreView()).by_source(store, namespace)
+    lost = {sid: loss_stage(sid, namespace, trace, stored) for sid in missing}
+    counts = Counter(lost.values())
+    stage = max(MODULES, key=lambda m: (counts.get(m, 0), -MODULES.index(m)))
+    facts["lost"] = lost
+    facts["encoded"] = sorted(sid for sid in gold if trace.encoded.get(namespace, {}).get(sid))
+    facts["stored"] = sorted(sid for sid in gold if any(it.active for it in stored.get(sid, [])))
+    return stage, facts
+
+
+def attribution_rows(result) -> list[dict[str, Any]]:
+    """One row per failed query of a `TrialResult`: the data the diagnosis reads."""
+    return [{"query_id": o.query_id, "category": o.category, "score": o.score, "module": o.attribution,
+             **{k: v for k, v in o.evidence.items() if k in ("gold", "lost", "encoded", "stored",
+                                                              "retrieved_sources", "reason", "question")}}
+            for o in result.outcomes if not o.success]

@@ -1,0 +1,221 @@
+"""The `Benchmark` contract: dialogues (sessions to write, questions to ask) or agent tasks, the
+metric's categories, and a deterministic search / validation / test split by seed.
+
+Splits are over QUESTIONS by default: every split sees the whole stream of sessions, because
+memory holds dialogue, never answers — a question of the search split teaches the architecture
+nothing about the answer of a test question, only which design retrieves well. ``split_by="unit"``
+splits whole conversations instead (stricter: no shared dialogue at all)."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+from memarch.errors import MemarchError
+from memarch.pipeline.episodes import Episode
+
+SPLITS = ("search", "validation", "test")
+# Shares of the questions (or units) per split; search is where the optimiser looks.
+DEFAULT_FRACTIONS = {"search": 0.5, "validation": 0.25, "test": 0.25}
+
+
+@dataclass
+class Question:
+    """One question of a dialogue, with its gold answer and gold evidence (turn ids).
+
+    ``answer`` is None for an unanswerable (adversarial) question: excluded from the LM-free
+    recall, scored only with an LM reader.
+    """
+
+    id: str
+    text: str
+    answer: str | None
+    evidence: list[str] = field(default_factory=list)
+    category: str = ""
+    time: str | None = None
+    ask_after: int | None = None  # session index after which it is asked (None: once evidence is written)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def answerable(self) -> bool:
+        return self.answer is not None and self.category != "adversarial"
+
+
+@dataclass
+class Dialogue:
+    """One unit of a stream benchmark: a namespace (conversation or story), its sessions in time
+    order, and the questions asked about it."""
+
+    namespace: str
+    sessions: list[Episode]
+    questions: list[Question]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def turn_count(self) -> int:
+        return sum(len(s.turns) for s in self.sessions)
+
+
+def _bucket(seed: int, key: str, fractions: dict[str, float]) -> str:
+    """Deterministic, order-independent split assignment: a hash of (seed, key) placed on [0, 1)."""
+    h = int.from_bytes(hashlib.sha256(f"{seed}\x1f{key}".encode()).digest()[:8], "big") / 2**64
+    acc = 0.0
+    for name in SPLITS:
+        acc += fractions[name]
+        if h < acc:
+            return name
+    return SPLITS[-1]
+
+
+class Benchmark:
+    """A stream benchmark: dialogues whose sessions are written in time order and whose questions
+    are asked once their evidence has been written.
+
+    Example::
+
+        bench = get_benchmark("generated", seed=0)
+        search = bench.split("search")   # the same sessions, about half of the questions
+        sum(len(d.questions) for d in search.dialogues)
+
+    Subclasses fill ``self.dialogues`` (all splits) in ``__init__`` and set ``name``.
+    """
+
+    name: ClassVar[str] = "base"
+    protocol: ClassVar[str] = "stream"
+    categories: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, dialogues: list[Dialogue] | None = None, *, seed: int = 0,
+                 split_by: str = "question", fractions: dict[str, float] | None = None,
+                 split_name: str = "all"):
+        if split_by not in ("question", "unit"):
+            raise MemarchError(f"split_by must be 'question' or 'unit', not {split_by!r}")
+        self.dialogues: list[Dialogue] = list(dialogues or [])
+        self.seed = int(seed)
+        self.split_by = split_by
+        self.fractions = dict(fractions or DEFAULT_FRACTIONS)
+        self.split_name = split_name
+
+    # -- splits ----------------------------------------------------------------------------------
+    def split_of(self, dialogue: Dialogue, question: Question) -> str:
+        key = dialogue.namespace if self.split_by == "unit" else f"{dialogue.namespace}/{question.id}"
+        return _bucket(self.seed, key, self.fractions)
+
+    def split(self, name: str) -> "Benchmark":
+        """The same benchmark restricted to one split (``"all"`` returns everything)."""
+        if name == "all":
+            return self
+        if name not in SPLITS:
+            raise MemarchError(f"unknown split {name!r}; expected one of {', '.join(SPLITS)} or all")
+        kept = []
+        for d in self.dialogues:
+            qs = [q for q in d.questions if self.split_of(d, q) == name]
+            if qs:
+                kept.append(replace(d, questions=qs))
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view.dialogues = kept
+        view.split_name = name
+        return view
+
+    def limit(self, n: int | None) -> "Benchmark":
+        """The first ``n`` questions in stream order (dialogues kept whole up to the last needed)."""
+        if n is None:
+            return self
+        kept, left = [], int(n)
+        for d in self.dialogues:
+            if left <= 0:
+                break
+            kept.append(replace(d, questions=d.questions[:left]))
+            left -= len(kept[-1].questions)
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view.dialogues = kept
+        return view
+
+    # -- description -----------------------------------------------------------------------------
+    def questions(self) -> list[Question]:
+        return [q for d in self.dialogues for q in d.questions]
+
+    def stats(self) -> dict[str, Any]:
+        qs = self.questions()
+        cats: dict[str, int] = {}
+        for q in qs:
+            cats[q.category] = cats.get(q.category, 0) + 1
+        return {"benchmark": self.name, "split": self.split_name, "units": len(self.dialogues),
+                "sessions": sum(len(d.sessions) for d in self.dialogues),
+                "turns": sum(d.turn_count for d in self.dialogues), "questions": len(qs),
+                "categories": dict(sorted(cats.items()))}
+
+    def __repr__(self) -> str:
+        s = self.stats()
+        return f"<{type(self).__name__} {s['split']}: {s['units']} units, {s['questions']} questions>"
+
+
+@dataclass
+class AgentTask:
+    """One agent task of a collection -> deployment benchmark (e.g. a TextWorldExpress game)."""
+
+    id: str
+    text: str
+    namespace: str = "default"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskBenchmark(Benchmark):
+    """An agent benchmark under the collection -> deployment protocol (ALMA, ANCHORS 3).
+
+    Subclasses fill ``self.tasks`` and implement :meth:`attempt` (run the agent on one task with
+    an optional memory context, return the trajectory as an `Episode` with its outcome) and may
+    override :meth:`score`. Splits are over tasks; inside a split the first ``collect_share`` of
+    the tasks are collected (no memory read, trajectories written), the rest deployed.
+    """
+
+    protocol: ClassVar[str] = "collect_deploy"
+
+    def __init__(self, tasks: list[AgentTask] | None = None, *, mode: str = "static",
+                 collect_share: float = 0.5, **split_options: Any):
+        if mode not in ("static", "dynamic"):
+            raise MemarchError(f"mode must be 'static' (memory frozen while deployed) or 'dynamic', not {mode!r}")
+        super().__init__([], split_by="unit", **split_options)
+        self.tasks: list[AgentTask] = list(tasks or [])
+        self.mode = mode
+        self.collect_share = float(collect_share)
+
+    def attempt(self, task: AgentTask, context: str | None) -> Episode:
+        raise NotImplementedError
+
+    def score(self, task: AgentTask, episode: Episode) -> float:
+        return 1.0 if episode.outcome == "success" else 0.0
+
+    def gold_sources(self, task: AgentTask) -> list[str]:
+        """Source ids (step or episode ids) memory should return for ``task``; enables attribution."""
+        return []
+
+    def split(self, name: str) -> "TaskBenchmark":
+        if name == "all":
+            return self
+        if name not in SPLITS:
+            raise MemarchError(f"unknown split {name!r}; expected one of {', '.join(SPLITS)} or all")
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view.tasks = [t for t in self.tasks if _bucket(self.seed, t.id, self.fractions) == name]
+        view.split_name = name
+        return view
+
+    def limit(self, n: int | None) -> "TaskBenchmark":
+        if n is None:
+            return self
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view.tasks = self.tasks[: int(n)]
+        return view
+
+    def phases(self) -> tuple[list[AgentTask], list[AgentTask]]:
+        """(collection tasks, deployment tasks) of this split, disjoint, in a fixed order."""
+        cut = int(round(len(self.tasks) * self.collect_share))
+        return self.tasks[:cut], self.tasks[cut:]
+
+    def stats(self) -> dict[str, Any]:
+        collect, deploy = self.phases()
+        return {"benchmark": self.name, "split": self.split_name, "tasks": len(self.tasks),
+                "collect": len(collect), "deploy": len(deploy), "mode": self.mode}

@@ -1,0 +1,99 @@
+"""``memarch evaluate``: one architecture (or the no-memory baseline) on one benchmark split —
+prints the scores, the per-category scores, the failure attribution, the cost and the time."""
+from __future__ import annotations
+
+import json
+import sys
+
+from memarch.errors import MemarchError
+
+HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, textworld)"
+
+
+def add_arguments(p) -> None:
+    from memarch.benchmarks import BENCHMARKS, DEFAULT
+
+    p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
+    p.add_argument("--architecture", default=None,
+                   help="architecture JSON file; omit (or 'none') for the no-memory baseline")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi; default $MEMARCH_DATA_DIR)")
+    p.add_argument("--download", action="store_true", help="locomo: fetch the official file (sha256-checked) if missing")
+    p.add_argument("--split", default="test", help="search, validation, test (default) or all")
+    p.add_argument("--seed", type=int, default=0, help="split seed (and generation seed for generated)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions or tasks of the split")
+    p.add_argument("--budget", type=int, default=200, help="context budget in words (default 200)")
+    p.add_argument("--top-k", type=int, default=None, help="items per read (default: budget / 10)")
+    p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default: all-MiniLM-L6-v2)")
+    p.add_argument("--judge", action="store_true", help="with an LM: also score answers with the LM judge")
+    p.add_argument("--json", default=None, help="also write the full TrialResult (outcomes, attribution) here")
+    try:
+        from memarch.lm.arguments import add_lm_arguments
+    except ImportError:  # the LM package is optional
+        p.add_argument("--lm", default="none", help="task LM for the reader (requires memarch.lm)")
+    else:
+        add_lm_arguments(p)
+
+
+def _benchmark(args):
+    from memarch.benchmarks import get_benchmark
+
+    knobs = {"seed": args.seed}
+    if args.benchmark == "locomo" and args.download:
+        knobs["download"] = True
+    return get_benchmark(args.benchmark, args.data, **knobs)
+
+
+def _print(result) -> None:
+    arch = result.architecture.key() if result.architecture else "no memory"
+    print(f"{result.benchmark} [{result.split}] {arch}")
+    if result.failed:
+        print(f"  FAILED: {result.error}")
+        return
+    print(f"  objective ({result.metadata.get('objective')}): {result.objective:.4f}")
+    print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k != "questions" else f"{k}={v:g}"
+                                   for k, v in result.scores.items()))
+    for cat, v in result.per_category.items():
+        print(f"    {cat:<28} {v:.4f}")
+    print("  failures attributed: " + ", ".join(f"{m}={n}" for m, n in result.attribution.items()))
+    tokens = {k: v for k, v in result.cost.items() if k.startswith(("tokens_", "lm_calls"))}
+    if tokens:
+        print("  LM cost: " + ", ".join(f"{k}={v:g}" for k, v in sorted(tokens.items())))
+    print(f"  memory items: {result.cost.get('memory_items', 0):g}; time: {result.cost['wall_s']:.2f} s "
+          f"(write {result.cost.get('write_s', 0):.2f} s, read {result.cost.get('read_s', 0):.2f} s)")
+
+
+def run(args) -> int:
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.evaluate import evaluate
+    from memarch.pipeline.files import atomic_write_json
+
+    arch = None if args.architecture in (None, "none") else Architecture.load(args.architecture)
+    bench = _benchmark(args)  # a missing or malformed data file stops here with one line, exit 2
+    embedder = Embedder(args.embedder) if args.embedder else None
+    lm_spec = getattr(args, "lm", "none") or "none"
+    if lm_spec == "none":
+        from memarch.pipeline.resources import Resources
+
+        result = evaluate(arch, bench, split=args.split, resources=Resources(embedder=embedder),
+                          budget_tokens=args.budget, top_k=args.top_k, limit=args.limit)
+    else:
+        try:
+            from memarch.lm.arguments import roles_from_args
+        except ImportError:
+            raise MemarchError(f"--lm {lm_spec}: LM support (memarch.lm) is not installed") from None
+        from memarch.benchmarks.reader import AnswerJudge, MemoryReader
+
+        with roles_from_args(args) as roles:
+            resources = roles.resources(embedder=embedder)
+            result = evaluate(arch, bench, split=args.split, resources=resources, budget_tokens=args.budget,
+                              top_k=args.top_k, limit=args.limit, reader=MemoryReader(resources),
+                              judge=AnswerJudge(resources) if args.judge else None, objective="qa_f1")
+    _print(result)
+    if args.json:
+        atomic_write_json(args.json, result.to_dict())
+        print(f"  full result written to {args.json}")
+    if result.failed:
+        sys.stderr.write(f"memarch: error: trial failed: {result.error}\n")
+        return 1
+    return 0

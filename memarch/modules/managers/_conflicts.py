@@ -1,0 +1,45 @@
+"""What makes two memories the same or contradictory: text signatures, upsert-by-key recency,
+and opposite outcomes. Pure functions; the managers decide what to do with the answers."""
+from __future__ import annotations
+
+import hashlib
+import re
+
+from memarch.pipeline.items import MemoryItem
+
+_SPACE = re.compile(r"\s+")
+_PUNCT = re.compile(r"[^\w\s<>]")
+OPPOSITE = {("success", "failure"), ("failure", "success")}
+
+
+def signature(item: MemoryItem) -> str:
+    """Exact-duplicate signature: kind + case-, space- and punctuation-folded text."""
+    text = _SPACE.sub(" ", _PUNCT.sub(" ", item.text.lower())).strip()
+    return hashlib.sha1(f"{item.kind}\x1f{text}".encode("utf-8")).hexdigest()
+
+
+def newer_or_equal(new: MemoryItem, old: MemoryItem) -> bool:
+    """Does ``new`` win an upsert by key? ISO dates compare lexically; a missing time is older,
+    so an undated write never overrides a dated one, and two undated ones go to the latest write."""
+    if new.event_time is None:
+        return old.event_time is None
+    return old.event_time is None or new.event_time >= old.event_time
+
+
+def same_key(a: MemoryItem, b: MemoryItem) -> bool:
+    return a.key is not None and a.key == b.key and a.kind == b.kind
+
+
+def keys_compatible(a: MemoryItem, b: MemoryItem) -> bool:
+    """Two keyed items about different keys (``alice|job`` vs ``bob|job``) are never duplicates."""
+    return a.key is None or b.key is None or a.key == b.key
+
+
+def opposite_outcomes(a: MemoryItem, b: MemoryItem) -> bool:
+    return (a.outcome, b.outcome) in OPPOSITE
+
+
+def describe(item: MemoryItem) -> str:
+    """How a memory is shown to an LM judge: text plus the context that decides conflicts."""
+    when = item.event_time or "unknown time"
+    return f"[{item.kind}; outcome {item.outcome}; {when}] {item.text}"

@@ -1,0 +1,91 @@
+"""Consolidation passes over a namespace: clusters of similar memories, merged into their best
+member (json_full's cluster merge, graph_consolidate's merge) or generalised into one new memory
+that holds across episodes (graph_consolidate)."""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Callable
+
+import numpy as np
+
+from memarch.modules.managers._conflicts import keys_compatible, opposite_outcomes
+from memarch.pipeline.items import MemoryItem
+
+_BLOCK = 512  # rows of the similarity matrix computed at a time (memory stays O(block x n))
+
+
+def similar_pairs(vecs: np.ndarray, threshold: float) -> list[tuple[int, int, float]]:
+    """Index pairs (i < j) with cosine >= ``threshold`` (rows are unit vectors)."""
+    out: list[tuple[int, int, float]] = []
+    for start in range(0, len(vecs), _BLOCK):
+        sims = vecs[start:start + _BLOCK] @ vecs.T
+        rows, cols = np.nonzero(sims >= threshold)
+        for r, c in zip(rows.tolist(), cols.tolist()):
+            i = start + r
+            if i < c:
+                out.append((i, c, float(sims[r, c])))
+    return out
+
+
+def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
+             cross_type: bool = False) -> list[list[int]]:
+    """Connected groups (union-find) of mutually compatible items above ``threshold``: same kind
+    unless ``cross_type``, no two different keys, no opposite outcomes. Groups of 2+, largest first."""
+    parent = list(range(len(items)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j, _ in similar_pairs(vecs, threshold):
+        a, b = items[i], items[j]
+        if (not cross_type and a.kind != b.kind) or not keys_compatible(a, b) or opposite_outcomes(a, b):
+            continue
+        parent[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(items)):
+        groups.setdefault(find(i), []).append(i)
+    return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
+
+
+def merge_cluster(manager: Any, members: list[MemoryItem], store: Any,
+                  utility: Callable[[MemoryItem], float]) -> MemoryItem:
+    """Keep the most useful member (ties: the earliest written); the others become tombstones
+    superseded by it, their provenance and usage folded into it."""
+    keep = max(members, key=lambda it: (utility(it), -members.index(it)))
+    others = [m for m in members if m is not keep]
+    at = manager.at(store, keep.namespace, keep.event_time)
+    for m in others:
+        keep.source_ids = list(dict.fromkeys(keep.source_ids + m.source_ids))
+        keep.usage.retrieved += m.usage.retrieved
+        keep.usage.helped_success += m.usage.helped_success
+        keep.usage.helped_failure += m.usage.helped_failure
+        keep.usage.strength = max(keep.usage.strength, m.usage.strength)
+        store.delete(m.id, m.namespace, reason=f"merged into {keep.id} (cluster merge)", actor=manager.actor,
+                     at=at, status="superseded", related=[keep.id])
+    keep.log("merged_from", manager.actor, f"cluster of {len(members)} similar memories",
+             [m.id for m in others], at, episodes=sorted({m.episode_id for m in others if m.episode_id}))
+    store.update(keep)
+    return keep
+
+
+def medoid(vecs: np.ndarray) -> int:
+    """The member most similar to all the others: the LM-free "general" statement of a cluster."""
+    return int(np.argmax((vecs @ vecs.T).sum(axis=1)))
+
+
+def general_item(members: list[MemoryItem], text: str, namespace: str) -> MemoryItem:
+    """A new memory that holds across the members' episodes (kept alongside them)."""
+    ids = sorted(m.id for m in members)
+    episodes = sorted({m.episode_id for m in members if m.episode_id})
+    outcomes = {m.outcome for m in members}
+    item = MemoryItem(
+        text=text, kind=members[0].kind, namespace=namespace,
+        id=f"{members[0].kind}-general-" + hashlib.sha1("\x1f".join(ids).encode()).hexdigest()[:12],
+        fields={"generalised": True, "generalised_from": ids, "episodes": episodes},
+        source_ids=ids, outcome=outcomes.pop() if len(outcomes) == 1 else "unknown",
+        event_time=max((m.event_time for m in members if m.event_time), default=None),
+    )
+    return item

@@ -1,0 +1,64 @@
+"""`tool_manager` manager: the floor plus shortcut promotion with schema validation and
+trajectory -> workflow promotion; the LM reflects on tools that keep failing."""
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+
+from memarch.modules.managers._floor import FloorManager
+from memarch.modules.managers._judge import Judge
+from memarch.modules.managers._promotion import promote_workflows, review_shortcuts
+from memarch.modules.managers._reflection import reflect
+from memarch.modules.signatures.managers import CorrectMemory
+from memarch.modules.stores.base import Store
+from memarch.pipeline.episodes import Episode
+from memarch.pipeline.registry import register
+from memarch.pipeline.resources import Resources
+
+TOOL_KINDS = ("shortcut", "workflow")
+
+
+@register("manager", "tool_manager", rank=3, uses_lm=True, needs_embeddings=True,
+          description="shortcut promotion + schema validation, trajectory -> workflow")
+class ToolManager(FloorManager):
+    """Curates reusable procedures (Voyager / AWM style).
+
+    After each episode: shortcut candidates whose test invocation contradicts their input schema
+    are tombstoned with the reason ("invalid shortcut: ..."); valid ones supported by
+    ``shortcut_support`` successful episodes are marked ``fields["validated"]`` and boosted; a
+    successful episode's trajectory that shares a pattern with an earlier success is promoted to a
+    workflow. Periodically (LM): shortcuts and workflows that accompanied failures are reflected
+    on (keep / revise / delete), then the floor's curation and audit.
+
+    Example::
+
+        manager = ToolManager(resources)
+        store.add(manager.on_insert(items, store))
+        manager.after_episode(episode, store)     # promotion and validation
+        [it.fields.get("validated") for it in store.list(where={"kind": "shortcut"})]
+
+    Config (beyond the floor's): ``shortcut_support`` (2), ``workflow_min_steps`` (2),
+    ``reflect_failures`` (2), ``max_reflections`` (5 a pass).
+    """
+
+    def __init__(self, resources: Resources | None = None, **config: Any):
+        super().__init__(resources, **config)
+        self.shortcut_support = int(config.get("shortcut_support", 2))
+        self.workflow_min_steps = int(config.get("workflow_min_steps", 2))
+        self.reflect_failures = int(config.get("reflect_failures", 2))
+        self.max_reflections = int(config.get("max_reflections", 5))
+        self.correct = dspy.Predict(CorrectMemory)
+        self._corrector = Judge(self.correct, self.resources, self.actor)
+
+    def after_episode(self, episode: Episode, store: Store) -> None:
+        ns = episode.namespace
+        review_shortcuts(self, store, ns, min_support=self.shortcut_support)
+        if episode.outcome == "success":
+            promote_workflows(self, episode.id, store, ns, min_steps=self.workflow_min_steps)
+        super().after_episode(episode, store)
+
+    def periodic(self, store: Store, namespace: str) -> None:
+        reflect(self, self._corrector, store, namespace, min_failures=self.reflect_failures,
+                limit=self.max_reflections, kinds=TOOL_KINDS)
+        super().periodic(store, namespace)

@@ -1,0 +1,152 @@
+"""`DenseIndex`: one namespace's FAISS index keyed by item id — exact inner product (flat) that turns
+into IVF when it grows large, with remove/reconstruct and byte-exact serialisation."""
+from __future__ import annotations
+
+import logging
+import math
+
+import faiss
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+INDEX_KINDS = ("flat", "ivf")
+
+
+class DenseIndex:
+    """Cosine search over unit vectors, addressed by item id (FAISS wants int64 ids).
+
+    Example::
+
+        index = DenseIndex(384)
+        index.add(["tip-1", "tip-2"], vectors)
+        index.search(query_vector, k=1)     # [("tip-1", 0.93)]
+        index.remove(["tip-1"])
+
+    Args:
+        dim: vector dimension.
+        kind: ``"flat"`` (exact) or ``"ivf"``: exact until ``ivf_min_items`` vectors, then an
+            IVF index trained on what is there (approximate, ``nprobe`` lists per query).
+        ivf_min_items: size at which an ``"ivf"`` index is trained.
+        nprobe: IVF lists visited per query.
+    """
+
+    def __init__(self, dim: int, kind: str = "flat", *, ivf_min_items: int = 20000, nprobe: int = 16):
+        if kind not in INDEX_KINDS:
+            raise ValueError(f"index must be one of {INDEX_KINDS}, got {kind!r}")
+        self.dim = int(dim)
+        self.kind = kind
+        self.ivf_min_items = int(ivf_min_items)
+        self.nprobe = int(nprobe)
+        self.index: faiss.Index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        self.is_ivf = False
+        self.to_int: dict[str, int] = {}
+        self.to_item: dict[int, str] = {}
+        self.next_id = 0
+
+    def __len__(self) -> int:
+        return len(self.to_int)
+
+    def __contains__(self, item_id: str) -> bool:
+        return item_id in self.to_int
+
+    def ids(self) -> list[str]:
+        return list(self.to_int)
+
+    # -- writes -----------------------------------------------------------------------------------
+    def add(self, item_ids: list[str], vectors: np.ndarray) -> None:
+        """Add (or replace) vectors; ids already present are removed first."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(item_ids), self.dim)
+        present = [i for i in item_ids if i in self.to_int]
+        if present:
+            self.remove(present)
+        # A batch may repeat an id: the last row wins, as it would for sequential adds.
+        last = {iid: row for row, iid in enumerate(item_ids)}
+        if len(last) != len(item_ids):
+            item_ids = list(last)
+            vectors = vectors[list(last.values())]
+        ints = np.arange(self.next_id, self.next_id + len(item_ids), dtype=np.int64)
+        self.next_id += len(item_ids)
+        for iid, n in zip(item_ids, ints.tolist()):
+            self.to_int[iid] = n
+            self.to_item[n] = iid
+        self.index.add_with_ids(vectors, ints)
+        if self.kind == "ivf" and not self.is_ivf and len(self) >= self.ivf_min_items:
+            self._train_ivf()
+
+    def remove(self, item_ids: list[str]) -> None:
+        ints = [self.to_int.pop(i) for i in item_ids if i in self.to_int]
+        for n in ints:
+            del self.to_item[n]
+        if ints:
+            self.index.remove_ids(np.asarray(ints, dtype=np.int64))
+
+    def _train_ivf(self) -> None:
+        """Swap the exact index for an IVF one trained on the current vectors (same int ids)."""
+        ints = np.asarray(sorted(self.to_item), dtype=np.int64)
+        vectors = self.index.reconstruct_batch(ints)
+        nlist = max(8, min(4096, int(4 * math.sqrt(len(ints)))))
+        # k-means on a sample: 40 points per list is what FAISS itself asks for.
+        rng = np.random.default_rng(0)
+        sample = vectors[rng.choice(len(vectors), min(len(vectors), 40 * nlist), replace=False)]
+        quantizer = faiss.IndexFlatIP(self.dim)
+        ivf = faiss.IndexIVFFlat(quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        ivf.train(sample)
+        # A hashtable direct map keeps reconstruct() and remove_ids() working on the IVF index.
+        ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
+        ivf.nprobe = self.nprobe
+        ivf.add_with_ids(vectors, ints)
+        self.index, self.is_ivf = ivf, True
+        logger.info("dense index switched to IVF (%d lists) at %d vectors", nlist, len(ints))
+
+    # -- reads ------------------------------------------------------------------------------------
+    def vector(self, item_id: str) -> np.ndarray | None:
+        n = self.to_int.get(item_id)
+        return None if n is None else self.index.reconstruct(n)
+
+    def vectors(self, item_ids: list[str]) -> np.ndarray:
+        """Rows for ``item_ids`` (all must be present)."""
+        if not item_ids:
+            return np.zeros((0, self.dim), np.float32)
+        return self.index.reconstruct_batch(np.asarray([self.to_int[i] for i in item_ids], dtype=np.int64))
+
+    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        return self.search_many(np.asarray(vector, dtype=np.float32).reshape(1, -1), k)[0]
+
+    def search_many(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        k = min(int(k), len(self))
+        if k <= 0:
+            return [[] for _ in range(len(vectors))]
+        scores, ints = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        return [[(self.to_item[n], float(s)) for s, n in zip(srow, irow) if n >= 0]
+                for srow, irow in zip(scores.tolist(), ints.tolist())]
+
+    def search_subset(self, vector: np.ndarray, item_ids: list[str], k: int) -> list[tuple[str, float]]:
+        """Exact top-``k`` among ``item_ids`` only (the pre-filtered path of a selective filter)."""
+        ids = [i for i in item_ids if i in self.to_int]
+        if not ids or k <= 0:
+            return []
+        scores = self.vectors(ids) @ np.asarray(vector, dtype=np.float32)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(ids[j], float(scores[j])) for j in top]
+
+    # -- persistence ------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        return faiss.serialize_index(self.index).tobytes()
+
+    def meta(self) -> dict:
+        return {"dim": self.dim, "kind": self.kind, "ivf": self.is_ivf, "next_id": self.next_id,
+                "ids": [[n, iid] for iid, n in self.to_int.items()]}
+
+    @classmethod
+    def from_saved(cls, data: bytes, meta: dict, *, ivf_min_items: int = 20000, nprobe: int = 16) -> "DenseIndex":
+        out = cls(meta["dim"], meta["kind"], ivf_min_items=ivf_min_items, nprobe=nprobe)
+        out.index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+        out.is_ivf = bool(meta["ivf"])
+        out.next_id = int(meta["next_id"])
+        for n, iid in meta["ids"]:
+            out.to_int[iid] = int(n)
+            out.to_item[int(n)] = iid
+        if out.index.ntotal != len(out.to_int):
+            raise ValueError(f"index holds {out.index.ntotal} vectors but {len(out.to_int)} ids")
+        return out

@@ -1,0 +1,203 @@
+"""`vector` store: records plus one FAISS index per namespace (flat, or IVF once large), with
+delete/update through ``remove_ids`` and the index persisted next to ``store.json``."""
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from memarch.modules.stores._faiss_index import DenseIndex
+from memarch.modules.stores.base import Store, Where, matches
+from memarch.pipeline.files import atomic_write_bytes
+from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.registry import register
+from memarch.pipeline.resources import Resources
+
+logger = logging.getLogger(__name__)
+
+INDEX_GLOB = "dense-*.faiss"
+
+
+@register("store", "vector", rank=2, needs_embeddings=True,
+          description="FAISS (flat or IVF) index per namespace + item metadata")
+class VectorStore(Store):
+    """Items with a FAISS inner-product index per namespace; ``search`` runs in FAISS.
+
+    Example::
+
+        store = VectorStore(resources)                 # index="flat"
+        store.add(items, vectors=precomputed)          # or let the embedder embed item.text
+        store.search(query_vector, k=4, namespace="alice", where={"kind": "tip"})
+        store.save("bank/"); VectorStore.load("bank/", resources)
+
+    Args:
+        resources: the embedder used when ``add`` gets no vectors.
+        index: ``"flat"`` (exact) or ``"ivf"`` (exact below ``ivf_min_items``, IVF above).
+        ivf_min_items: namespace size at which an ``"ivf"`` index is trained (default 20000).
+        nprobe: IVF lists visited per query (default 16).
+    """
+
+    def __init__(self, resources: Resources | None = None, **config: Any):
+        super().__init__(resources, **config)
+        self.index_kind = str(config.get("index", "flat"))
+        self.ivf_min_items = int(config.get("ivf_min_items", 20000))
+        self.nprobe = int(config.get("nprobe", 16))
+        DenseIndex(1, self.index_kind)  # fail on a bad ``index`` value now, not on the first add
+        self._indexes: dict[str, DenseIndex] = {}
+        # (namespace, id) of items re-stored with unchanged text: their vectors stay where they are,
+        # so an update of usage or lineage costs no FAISS work and keeps precomputed vectors.
+        self._keep: set[tuple[str, str]] = set()
+        self._saved_files: set[str] = set()
+
+    # -- write path -------------------------------------------------------------------------------
+    def _unchanged(self, item: MemoryItem) -> bool:
+        old = self._records.get(item.namespace, {}).get(item.id)
+        return old is not None and old.active and item.active and old.text == item.text
+
+    def add(self, items: Iterable[MemoryItem], vectors: np.ndarray | None = None) -> list[str]:
+        items = list(items)
+        if vectors is None:
+            self._keep = {(it.namespace, it.id) for it in items if self._unchanged(it)}
+        try:
+            return super().add(items, vectors)
+        finally:
+            self._keep = set()
+
+    def update(self, item: MemoryItem) -> None:
+        self._keep = {(item.namespace, item.id)} if self._unchanged(item) else set()
+        try:
+            super().update(item)
+        finally:
+            self._keep = set()
+
+    def _index_add(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray | None) -> None:
+        fresh = [j for j, it in enumerate(items) if (namespace, it.id) not in self._keep]
+        if not fresh:
+            return
+        batch = [items[j] for j in fresh]
+        vecs = (self.resources.embedder.embed([it.text for it in batch]) if vectors is None
+                else np.asarray(vectors, dtype=np.float32)[fresh])
+        self._activate(namespace, batch, vecs)
+
+    def _index_remove(self, namespace: str, item_ids: list[str]) -> None:
+        gone = [i for i in item_ids if (namespace, i) not in self._keep]
+        if gone:
+            self._deactivate(namespace, gone)
+
+    def _activate(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray) -> None:
+        """``items`` became active with these vectors (subclasses extend: graph edges)."""
+        index = self._indexes.get(namespace)
+        if index is None:
+            index = self._indexes[namespace] = DenseIndex(
+                vectors.shape[1], self.index_kind, ivf_min_items=self.ivf_min_items, nprobe=self.nprobe)
+        index.add([it.id for it in items], vectors)
+
+    def _deactivate(self, namespace: str, item_ids: list[str]) -> None:
+        """``item_ids`` stopped being active (deleted, superseded, or replaced by new text)."""
+        index = self._indexes.get(namespace)
+        if index is not None:
+            index.remove(item_ids)
+
+    # -- dense access -----------------------------------------------------------------------------
+    def vectors(self, items: list[MemoryItem]) -> np.ndarray:
+        """Stored vectors where the index has them (precomputed ones included), else embeddings."""
+        if not items:
+            return np.zeros((0, self.resources.embedder.dim), np.float32)
+        found: dict[str, list[int]] = {}
+        missing: list[int] = []
+        for j, it in enumerate(items):
+            index = self._indexes.get(it.namespace)
+            if index is not None and it.id in index:
+                found.setdefault(it.namespace, []).append(j)
+            else:
+                missing.append(j)
+        out: np.ndarray | None = None
+        for ns, rows in found.items():
+            vecs = self._indexes[ns].vectors([items[j].id for j in rows])
+            if out is None:
+                out = np.empty((len(items), vecs.shape[1]), np.float32)
+            out[rows] = vecs
+        if missing:
+            vecs = self.resources.embedder.embed([items[j].text for j in missing])
+            if out is None:
+                out = np.empty((len(items), vecs.shape[1]), np.float32)
+            out[missing] = vecs
+        return out
+
+    def search(self, vector: np.ndarray, k: int, namespace: str = "default", *,
+               where: Where | None = None, exclude: Callable[[MemoryItem], bool] | None = None
+               ) -> list[tuple[MemoryItem, float]]:
+        """Top-``k`` by cosine in FAISS; with a filter, over-fetch until ``k`` survive it."""
+        index = self._indexes.get(namespace)
+        if index is None or k <= 0 or not len(index):
+            return []
+        recs = self._records[namespace]
+        if not where and exclude is None:
+            return [(recs[i], s) for i, s in index.search(vector, k)]
+        return self._filtered_search(index, recs, vector, k, where, exclude)
+
+    @staticmethod
+    def _filtered_search(index: DenseIndex, recs: dict[str, MemoryItem], vector: np.ndarray, k: int,
+                         where: Where | None, exclude: Callable[[MemoryItem], bool] | None
+                         ) -> list[tuple[MemoryItem, float]]:
+        def keep(it: MemoryItem) -> bool:
+            return (exclude is None or not exclude(it)) and matches(it, where)
+
+        fetch = max(2 * k, k + 32)
+        while True:
+            hits = index.search(vector, fetch)
+            out = [(recs[i], s) for i, s in hits if keep(recs[i])]
+            if len(out) >= k or fetch >= len(index):
+                return out[:k]
+            fetch *= 4
+
+    # -- persistence ------------------------------------------------------------------------------
+    def _extra_state(self, directory: Path) -> dict:
+        """Write each namespace's index to a fresh file (atomic); ``store.json`` then points at it."""
+        dense: dict[str, dict] = {}
+        token = uuid.uuid4().hex[:12]
+        self._saved_files = set()
+        for ns, index in self._indexes.items():
+            name = f"dense-{hashlib.sha1(ns.encode()).hexdigest()[:10]}-{token}.faiss"
+            atomic_write_bytes(directory / name, index.to_bytes())
+            self._saved_files.add(name)
+            dense[ns] = {"file": name, **index.meta()}
+        return {"dense": dense}
+
+    def save(self, directory: str | Path) -> None:
+        """Save, then drop index files of earlier saves (only once the new ``store.json`` is in place,
+        so a crash mid-save leaves the previous save loadable)."""
+        directory = Path(directory)
+        super().save(directory)
+        for path in directory.glob(INDEX_GLOB):
+            if path.name not in self._saved_files:
+                path.unlink(missing_ok=True)
+
+    def _load_extra(self, state: dict, directory: Path) -> None:
+        self._indexes = {}
+        dense = state.get("dense", {})
+        for ns, recs in self._records.items():
+            active = [it for it in recs.values() if it.active]
+            index = self._read_index(dense.get(ns), directory, {it.id for it in active}, ns)
+            if index is not None:
+                self._indexes[ns] = index
+            elif active:
+                self._activate(ns, active, self.resources.embedder.embed([it.text for it in active]))
+
+    def _read_index(self, meta: dict | None, directory: Path, active_ids: set[str], ns: str) -> DenseIndex | None:
+        if not meta:
+            return None
+        try:
+            index = DenseIndex.from_saved((directory / meta["file"]).read_bytes(), meta,
+                                          ivf_min_items=self.ivf_min_items, nprobe=self.nprobe)
+        except (OSError, KeyError, ValueError, RuntimeError) as exc:
+            logger.warning("namespace %r: saved FAISS index unreadable (%s); re-embedding", ns, exc)
+            return None
+        if set(index.ids()) != active_ids:
+            logger.warning("namespace %r: saved FAISS index does not match the records; re-embedding", ns)
+            return None
+        return index

@@ -1,0 +1,7 @@
+"""The search over memory architectures: an Optuna space derived from the registry, the strategies
+(random, tpe, bruteforce, guided), resumable multi-worker studies, MLflow tracking, `compile()` and
+`compare`."""
+from memarch.optimizers.space import SearchSpace
+from memarch.optimizers.strategies import STRATEGIES, Strategy, make_strategy
+
+__all__ = ["SearchSpace", "Strategy", "STRATEGIES", "make_strategy"]

@@ -1,0 +1,150 @@
+"""`compare`: strategies side by side at equal trial budgets over several seeds — best-so-far
+curves, trials to reach a target, the test score of each run's pick beside the human-designed
+presets and the no-memory agent on the same test split — as a table and a PNG with spread."""
+from __future__ import annotations
+
+import logging
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from memarch.optimizers.compile import CompileReport, MemarchOptimizer
+from memarch.optimizers.presets import NO_MEMORY, presets_for
+from memarch.optimizers.search import Metric
+from memarch.pipeline.space import ArchitectureSpace
+
+logger = logging.getLogger(__name__)
+
+
+def trials_to_target(curve: list[float], target: float) -> int | None:
+    """1-based trial at which the best-so-far first reaches ``target`` (None: never)."""
+    return next((i + 1 for i, v in enumerate(curve) if v >= target - 1e-12), None)
+
+
+@dataclass
+class Comparison:
+    """Runs per strategy and the baselines' test scores.
+
+    Example::
+
+        cmp = compare(metric, "conversation", ["guided", "random", "tpe"], seeds=3, budget=20)
+        print(cmp.table()); cmp.plot("compare.png")
+    """
+
+    budget: int
+    target: float
+    runs: dict[str, list[CompileReport]] = field(default_factory=dict)
+    baselines: dict[str, float] = field(default_factory=dict)  # preset name / no-memory -> test score
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for strat, reports in self.runs.items():
+            hits = [trials_to_target(r.curve, self.target) for r in reports]
+            reached = [h for h in hits if h is not None]
+            tests = [r.test_score for r in reports if r.test_score is not None]
+            out.append({
+                "strategy": strat, "seeds": len(reports),
+                "best_search": statistics.median(r.curve[-1] for r in reports),
+                "trials_to_target": statistics.median(h if h is not None else self.budget + 1 for h in hits),
+                "reached": f"{len(reached)}/{len(reports)}",
+                "test_median": statistics.median(tests) if tests else float("nan"),
+                "test_min": min(tests) if tests else float("nan"),
+                "test_max": max(tests) if tests else float("nan"),
+                "tokens": statistics.median(r.tokens for r in reports),
+                "picks": sorted({r.architecture.key() for r in reports}),
+            })
+        return out
+
+    def best_preset(self) -> tuple[str, float] | None:
+        named = {k: v for k, v in self.baselines.items() if k != NO_MEMORY}
+        return max(named.items(), key=lambda kv: kv[1]) if named else None
+
+    def winner(self) -> str:
+        return max(self.rows(), key=lambda r: (r["test_median"], -r["trials_to_target"]))["strategy"]
+
+    def table(self) -> str:
+        head = (f"{'strategy':<11}{'seeds':>6}{'best search':>13}{'trials to target':>18}{'reached':>9}"
+                f"{'test (median [min-max])':>28}{'tokens':>10}")
+        lines = [f"budget {self.budget} trials; target = {self.target:.4f} (search objective); "
+                 f"trials to target: median, budget+1 when not reached", head, "-" * len(head)]
+        for r in self.rows():
+            lines.append(f"{r['strategy']:<11}{r['seeds']:>6}{r['best_search']:>13.4f}{r['trials_to_target']:>18g}"
+                         f"{r['reached']:>9}{r['test_median']:>11.4f} [{r['test_min']:.4f}-{r['test_max']:.4f}]"
+                         f"{r['tokens']:>10.0f}")
+        if self.baselines:
+            lines.append("-" * len(head))
+            bp = self.best_preset()
+            if bp:
+                lines.append(f"{'best preset':<11} {bp[0]:<29}{'':>23}{bp[1]:>11.4f}")
+            if NO_MEMORY in self.baselines:
+                lines.append(f"{'no memory':<11} {'':<29}{'':>23}{self.baselines[NO_MEMORY]:>11.4f}")
+            for r in self.rows():
+                if bp:
+                    verdict = "beats" if r["test_median"] > bp[1] else "does not beat"
+                    lines.append(f"{r['strategy']}: median pick {verdict} the strongest hand-designed memory "
+                                 f"({bp[0]}, {bp[1]:.4f}) on test")
+        for r in self.rows():
+            lines.append(f"{r['strategy']} picks: {', '.join(r['picks'])}")
+        return "\n".join(lines)
+
+    def plot(self, path: str | Path) -> Path:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import numpy as np
+
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for strat, reports in self.runs.items():
+            n = max(len(r.curve) for r in reports)
+            curves = np.array([r.curve + [r.curve[-1]] * (n - len(r.curve)) for r in reports])
+            x = np.arange(1, n + 1)
+            line, = ax.plot(x, np.median(curves, axis=0), label=f"{strat} (median of {len(reports)})")
+            ax.fill_between(x, curves.min(axis=0), curves.max(axis=0), alpha=0.2, color=line.get_color())
+        ax.axhline(self.target, ls="--", color="grey", lw=1, label="target")
+        bp = self.best_preset()
+        ax.set_xlabel("evaluated trials")
+        ax.set_ylabel("best-so-far search objective")
+        ax.set_title("memarch compare: best-so-far (band: min-max over seeds)" + (f"; best preset {bp[0]}" if bp else ""),
+                     fontsize=9)
+        ax.legend(fontsize=8)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+
+
+def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str], *, seeds: int = 3,
+            budget: int = 20, target: float | None = None, lm: Any = None, meta_lm: Any = None,
+            storage: str | None = None, resume: bool = False, tracker_factory: Callable[[], Any] | None = None,
+            baselines: bool = True, finalists: int = 2, study_prefix: str = "compare",
+            on_trial: Callable | None = None, trainset: Any = "search", valset: Any = "validation",
+            testset: Any = "test") -> Comparison:
+    """Run every strategy with every seed at the same budget; ``target`` defaults to 99% of the best
+    search objective any run found."""
+    if isinstance(space, str):
+        space = ArchitectureSpace(space, lm_available=lm is not None)
+    runs: dict[str, list[CompileReport]] = {}
+    for strat in strategies:
+        for seed in range(seeds):
+            opt = MemarchOptimizer(metric, strategy=strat, budget=budget, lm=lm, meta_lm=meta_lm, seed=seed,
+                                   storage=storage, resume=resume, finalists=finalists,
+                                   study_name=f"{study_prefix}-{space.family}-{strat}-s{seed}",
+                                   tracker=tracker_factory() if tracker_factory else None, on_trial=on_trial)
+            opt.compile(space, trainset=trainset, valset=valset, testset=testset)
+            runs.setdefault(strat, []).append(opt.report)
+            logger.info("%s seed %d: pick %s test %s", strat, seed, opt.report.architecture.key(), opt.report.test_score)
+    best = max(r.curve[-1] for reports in runs.values() for r in reports)
+    cmp = Comparison(budget=budget, target=target if target is not None else 0.99 * best, runs=runs)
+    if baselines:
+        for name, arch in presets_for(space).items():
+            res = metric(arch, testset)
+            if not res.failed:
+                cmp.baselines[name] = res.objective
+        res = metric(None, testset)
+        if not res.failed:
+            cmp.baselines[NO_MEMORY] = res.objective
+    return cmp

@@ -1,0 +1,188 @@
+"""`MemarchOptimizer`: the search as a DSPy-style optimizer — ``compile(student, trainset=...,
+valset=...)`` searches on the train data, picks the architecture on validation, reports it on test
+and returns (and saves) a new `MemoryProgram`; the student is never mutated."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import optuna
+
+from memarch.errors import MemarchError
+from memarch.optimizers.guided.champion import select_champion
+from memarch.optimizers.history import History, cost_of
+from memarch.optimizers.search import Metric, Search
+from memarch.optimizers.space import SearchSpace
+from memarch.optimizers.strategies import make_strategy
+from memarch.optimizers.study import make_storage, open_study
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.space import ArchitectureSpace
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CompileReport:
+    """What compile() found: the pick, its scores per split, the search curve."""
+
+    study_name: str
+    strategy: str
+    seed: int | None
+    architecture: Architecture
+    search_score: float
+    validation_score: float
+    test_score: float | None
+    finalists: dict[str, float]  # architecture key -> validation score
+    curve: list[float]  # best-so-far search objective per evaluated trial
+    trials: int
+    invalid_pruned: int
+    tokens: float
+    wall_s: float
+    program_path: str | None = None
+    test_result: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"study": self.study_name, "strategy": self.strategy, "seed": self.seed,
+                "architecture": self.architecture.to_dict(), "search_score": self.search_score,
+                "validation_score": self.validation_score, "test_score": self.test_score,
+                "finalists": self.finalists, "curve": self.curve, "trials": self.trials,
+                "invalid_pruned": self.invalid_pruned, "tokens": self.tokens, "wall_s": round(self.wall_s, 2),
+                "program_path": self.program_path}
+
+
+class MemarchOptimizer:
+    """Search the memory-architecture space of a family for a metric.
+
+    Example::
+
+        metric = BenchmarkMetric("generated")
+        optimizer = MemarchOptimizer(metric=metric, strategy="guided", budget=30)
+        program = optimizer.compile("conversation", trainset="search", valset="validation")
+        optimizer.report.test_score, program.architecture
+
+    Args:
+        metric: ``metric(architecture_or_None, data) -> TrialResult`` (see `BenchmarkMetric`).
+        strategy: ``guided`` (default), ``random``, ``tpe`` or ``bruteforce``.
+        budget: evaluated trials on the train data.
+        lm: the task LM (None: the LM-free space, modules that need an LM drop out).
+        meta_lm: the proposer/diagnoser LM of the guided strategy (default: ``lm``).
+        seed: sampler / seed-round randomness.
+        storage: Optuna storage URL (None: in memory; ``sqlite:///mlruns/optuna.db`` on the CLI).
+        study_name: default ``<family>-<strategy>-s<seed>``.
+        resume: continue an existing study of that name.
+        tracker: a `Tracker` (MLflow) or None.
+        finalists: how many top search architectures are re-scored on validation.
+        save_path: where the compiled program is saved as JSON (None: not saved).
+        resources: what the returned program is built with (default: bundled embedder, ``lm``).
+    """
+
+    def __init__(self, metric: Metric, strategy: str = "guided", budget: int = 30, lm: Any = None,
+                 meta_lm: Any = None, *, seed: int | None = 0, k: int = 3, storage: str | None = None,
+                 study_name: str | None = None, resume: bool = False, tracker: Any = None, finalists: int = 3,
+                 save_path: str | Path | None = None, resources: Any = None,
+                 on_trial: Callable | None = None):
+        if budget < 1:
+            raise MemarchError(f"budget must be at least 1 trial, got {budget}")
+        self.metric = metric
+        self.strategy_name = strategy
+        self.budget = int(budget)
+        self.lm, self.meta_lm = lm, meta_lm
+        self.seed, self.k = seed, k
+        self.storage_url = storage
+        self.study_name = study_name
+        self.resume = resume
+        self.tracker = tracker
+        self.finalists = max(1, finalists)
+        self.save_path = save_path
+        self.resources = resources
+        self.on_trial = on_trial
+        self.report: CompileReport | None = None
+        self.study: optuna.Study | None = None
+
+    def _space(self, student: Any) -> tuple[ArchitectureSpace, Architecture | None]:
+        from memarch.pipeline.program import MemoryProgram
+
+        lm_ok = self.lm is not None
+        if isinstance(student, ArchitectureSpace):
+            return student, None
+        if isinstance(student, MemoryProgram):
+            return ArchitectureSpace(student.family or "experience", lm_available=lm_ok), student.architecture
+        if isinstance(student, Architecture):
+            return ArchitectureSpace(student.family or "experience", lm_available=lm_ok), student
+        if isinstance(student, str):
+            return ArchitectureSpace(student, lm_available=lm_ok), None
+        raise MemarchError(f"compile() takes a family name, an ArchitectureSpace or a MemoryProgram, "
+                           f"not {type(student).__name__}")
+
+    def compile(self, student: Any, *, trainset: Any = "search", valset: Any = "validation",
+                testset: Any = "test") -> Any:
+        """Search on ``trainset``, choose on ``valset``, report on ``testset``; returns a new program."""
+        from memarch.pipeline.program import MemoryProgram
+        from memarch.pipeline.resources import Resources
+
+        started = time.perf_counter()
+        space, start = self._space(student)
+        sspace = SearchSpace(space)
+        strategy = make_strategy(self.strategy_name, seed=self.seed, k=self.k, lm=self.lm, meta_lm=self.meta_lm)
+        name = self.study_name or f"{space.family}-{strategy.name}-s{self.seed}"
+        storage = make_storage(self.storage_url)
+        self.study = study = open_study(name, storage, strategy.sampler(sspace), space=sspace.describe(),
+                                        resume=self.resume, attrs={"strategy": strategy.name, "seed": self.seed})
+        if start is not None and not study.trials:
+            # The student's own architecture is the first point, like a DSPy student program.
+            study.enqueue_trial(sspace.to_params(space.validate(start)), user_attrs={"role": "student"})
+        if self.tracker is not None:
+            self.tracker.start(study, strategy=strategy.name, seed=self.seed, budget=self.budget, family=space.family)
+        search = Search(self.metric, sspace, strategy, budget=self.budget, data=trainset, tracker=self.tracker,
+                        on_trial=self.on_trial)
+        history = search.run(study)
+        if not history.records:
+            raise MemarchError(f"study {name}: no architecture could be evaluated (see the log)")
+        pick, finalists = self._choose(history, valset)
+        test_result = self.metric(pick, testset) if testset is not None else None
+        program = MemoryProgram(pick, resources=self.resources or Resources(lm=self.lm))
+        path = None
+        if self.save_path:
+            path = str(program.save(self.save_path, include_memory=False))
+        best = history.by_key(pick.key())
+        self.report = CompileReport(
+            study_name=name, strategy=strategy.name, seed=self.seed, architecture=pick,
+            search_score=best.objective if best else float("nan"), validation_score=finalists[pick.key()],
+            test_score=None if test_result is None else test_result.objective, finalists=finalists,
+            curve=history.best_so_far(), trials=len(history), invalid_pruned=len(search.invalid),
+            tokens=sum(sum(v for k, v in r.result.cost.items() if k.startswith("tokens")) for r in history.records),
+            wall_s=time.perf_counter() - started, program_path=path, test_result=test_result,
+            extras={"strategy_artifacts": strategy.artifacts()})
+        if self.tracker is not None:
+            self.tracker.finish({"search_score": self.report.search_score,
+                                 "validation_score": self.report.validation_score,
+                                 "test_score": self.report.test_score if self.report.test_score is not None else float("nan"),
+                                 "trials": self.report.trials, "pick": pick.key()})
+        logger.info("compiled %s: search %.4f validation %.4f test %s", pick.key(), self.report.search_score,
+                    self.report.validation_score, self.report.test_score)
+        return program
+
+    def _choose(self, history: History, valset: Any) -> tuple[Architecture, dict[str, float]]:
+        """Top search architectures plus the guarded champion, re-scored on validation (AutoMem's
+        runoff); ties go to the better search score, then the lower cost."""
+        ranked = sorted(history.records, key=lambda r: (-r.objective, r.cost, r.number))
+        keys: list[str] = []
+        for r in [select_champion(history)] + ranked:
+            if r is not None and r.architecture.key() not in keys:
+                keys.append(r.architecture.key())
+            if len(keys) >= self.finalists:
+                break
+        scores: dict[str, float] = {}
+        for key in keys:
+            rec = history.by_key(key)
+            if valset is None:
+                scores[key] = rec.objective
+            else:
+                res = self.metric(rec.architecture, valset)
+                scores[key] = float("-inf") if res.failed else res.objective
+        best_key = max(keys, key=lambda k: (scores[k], history.by_key(k).objective, -cost_of(history.by_key(k).result)))
+        return history.by_key(best_key).architecture, scores

@@ -1,0 +1,50 @@
+"""The champion guard: a new architecture replaces the champion only when a paired sign test on
+per-query outcomes says it is better (alpha 0.10, as in the AutoMem release), so noise on a small
+search batch does not move the search."""
+from __future__ import annotations
+
+from scipy.stats import binomtest
+
+from memarch.optimizers.history import History, TrialRecord
+
+ALPHA = 0.10
+
+
+def sign_test(candidate: TrialRecord, champion: TrialRecord) -> float | None:
+    """One-sided p-value that ``candidate`` wins more paired queries than it loses; None when the two
+    results share no query ids (then only the objectives can be compared)."""
+    theirs = {o.query_id: o.score for o in champion.result.outcomes}
+    wins = losses = 0
+    shared = 0
+    for o in candidate.result.outcomes:
+        if o.query_id in theirs:
+            shared += 1
+            d = o.score - theirs[o.query_id]
+            wins += d > 1e-9
+            losses += d < -1e-9
+    if not shared:
+        return None
+    if wins + losses == 0:
+        return 1.0
+    return float(binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue)
+
+
+def beats(candidate: TrialRecord, champion: TrialRecord, alpha: float = ALPHA) -> bool:
+    if candidate.objective <= champion.objective:
+        return False
+    p = sign_test(candidate, champion)
+    return True if p is None else p < alpha
+
+
+def select_champion(history: History, alpha: float = ALPHA) -> TrialRecord | None:
+    """Replay the history in trial order: the champion changes only on a significant win.
+
+    Example::
+
+        champ = select_champion(History.from_study(study))
+    """
+    champ: TrialRecord | None = None
+    for r in history.records:
+        if champ is None or beats(r, champ, alpha):
+            champ = r
+    return champ

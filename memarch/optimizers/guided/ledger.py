@@ -1,0 +1,74 @@
+"""The experience ledger: every coordinate edit the guided search tried — condition (the parent
+architecture), edit, evidence, status active / pending / refuted — and the dead ends it must never
+propose again. Rebuilt from the study's history, so it survives resume and is shared by workers."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from memarch.optimizers.guided.champion import ALPHA, sign_test
+from memarch.optimizers.history import History
+
+ACTIVE, PENDING, REFUTED = "active", "pending", "refuted"
+
+
+@dataclass
+class LedgerEntry:
+    condition: str  # the parent architecture's key
+    edit: str  # "retrieve: hybrid -> mmr" (full from/to values: the dead-end key)
+    evidence: dict = field(default_factory=dict)  # trial numbers, objectives, delta, p-value
+    status: str = PENDING
+
+
+class Ledger:
+    """Edits and what they did.
+
+    Example::
+
+        ledger = Ledger.from_history(history)
+        ledger.is_dead_end("retrieve: hybrid -> mmr")
+    """
+
+    def __init__(self, entries: list[LedgerEntry] | None = None):
+        self.entries = list(entries or [])
+
+    @classmethod
+    def from_history(cls, history: History, alpha: float = ALPHA) -> "Ledger":
+        by_key = {}
+        for r in history.records:
+            by_key.setdefault(r.architecture.key(), r)
+        entries = []
+        for r in history.records:
+            if not r.edit or not r.parent:
+                continue
+            parent = by_key.get(r.parent)
+            if parent is None:
+                entries.append(LedgerEntry(r.parent, r.edit, {"trial": r.number, "objective": r.objective}))
+                continue
+            delta = r.objective - parent.objective
+            p = sign_test(r, parent)
+            if delta > 0 and (p is None or p < alpha):
+                status = ACTIVE
+            elif delta > 0:
+                status = PENDING  # better on average, not yet significant
+            else:
+                status = REFUTED
+            entries.append(LedgerEntry(r.parent, r.edit, {
+                "trial": r.number, "parent_trial": parent.number, "objective": round(r.objective, 4),
+                "parent_objective": round(parent.objective, 4), "delta": round(delta, 4),
+                "p_value": None if p is None else round(p, 4)}, status))
+        return cls(entries)
+
+    def dead_ends(self) -> set[str]:
+        return {e.edit for e in self.entries if e.status == REFUTED}
+
+    def is_dead_end(self, edit: str) -> bool:
+        return edit in self.dead_ends()
+
+    def to_dict(self) -> list[dict]:
+        return [asdict(e) for e in self.entries]
+
+    def summary(self, last: int = 12) -> str:
+        """Text for the LM proposer: the most recent edits with their status."""
+        lines = [f"[{e.status}] {e.edit} (from {e.condition}; delta {e.evidence.get('delta', '?')})"
+                 for e in self.entries[-last:]]
+        return "\n".join(lines) or "(empty)"

@@ -1,0 +1,175 @@
+"""Proposers of the guided search. `AttributionProposer` (no LM): edit the module with the most
+attributed failures towards its best-supported untried alternative, with explore/exploit roles.
+`LMProposer`: a DSPy module over the `ProposeArchitectures` Signature whose answers are validated
+and repaired, and replaced by the attribution proposer when they do not parse or do not fit."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import dspy
+
+from memarch.optimizers.guided.diagnosis import Diagnosis
+from memarch.optimizers.guided.edits import Edit, candidate_edits, describe
+from memarch.optimizers.guided.gradient import TextualGradient
+from memarch.optimizers.guided.ledger import Ledger
+from memarch.optimizers.guided.observations import Observations
+from memarch.optimizers.history import History, TrialRecord
+from memarch.optimizers.strategies import Proposal
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.space import RULES, ArchitectureSpace
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ProposalContext:
+    """Everything a proposer reads in one round."""
+
+    space: ArchitectureSpace
+    history: History
+    champion: TrialRecord
+    leader: TrialRecord  # best raw objective (may not have beaten the champion significantly)
+    diagnosis: Diagnosis
+    gradient: TextualGradient
+    observations: Observations
+    ledger: Ledger
+    front: list[TrialRecord]
+
+    def untried_edits(self, base: Architecture, field: str, taken: set[str]) -> list[Edit]:
+        tried, dead = self.history.tried(), self.ledger.dead_ends()
+        return [e for e in candidate_edits(self.space, base, field, self.observations)
+                if e.architecture.key() not in tried and e.architecture.key() not in taken
+                and e.text not in dead]
+
+
+class AttributionProposer:
+    """Deterministic, LM-free proposals.
+
+    Roles: ``exploit`` edits the champion on the gradient's module (then the next modules by
+    attributed failures) towards the best-supported untried choice; ``explore`` edits the leader
+    (or, when it is the champion, the least-observed choice of any module).
+
+    Example::
+
+        proposals = AttributionProposer().propose(ctx, k=3)
+    """
+
+    def propose(self, ctx: ProposalContext, k: int, taken: set[str] | None = None) -> list[Proposal]:
+        taken = set(taken or ())
+        out: list[Proposal] = []
+        champ = ctx.champion.architecture
+        order = [ctx.gradient.primary_signal] + [m for m in ctx.diagnosis.ranked() if m != ctx.gradient.primary_signal]
+        # Modules no failure points at are still worth editing once the attributed ones run dry.
+        n_exploit = max(1, k - 1) if k > 1 else 1
+        for field in order:
+            if len(out) >= n_exploit:
+                break
+            for e in ctx.untried_edits(champ, field, taken)[:1]:
+                out.append(self._proposal(e, "exploit", champ, f"{ctx.diagnosis.histogram.get(field, 0)} failures"))
+                taken.add(e.architecture.key())
+        explore_base = ctx.leader.architecture if ctx.leader.architecture.key() != champ.key() else champ
+        while len(out) < k:
+            e = self._explore(ctx, explore_base, taken) or self._explore(ctx, champ, taken)
+            if e is None:
+                e = self._any_untried(ctx, taken)
+                if e is None:
+                    break
+            out.append(self._proposal(e, "explore", explore_base, "least observed choice"))
+            taken.add(e.architecture.key())
+        return out
+
+    @staticmethod
+    def _proposal(e: Edit, role: str, parent: Architecture, why: str) -> Proposal:
+        return Proposal(e.architecture, role=role, edit=e.text, parent=parent.key(), reason=why)
+
+    def _explore(self, ctx: ProposalContext, base: Architecture, taken: set[str]) -> Edit | None:
+        best, best_key = None, None
+        for field in ("encode", "store", "retrieve", "manage"):
+            for e in ctx.untried_edits(base, field, taken):
+                n = ctx.observations.count(field, e.after) if field != "encode" else 0
+                key = (n, -e.support, e.text)
+                if best_key is None or key < best_key:
+                    best, best_key = e, key
+        return best
+
+    def _any_untried(self, ctx: ProposalContext, taken: set[str]) -> Edit | None:
+        """Restart from the Pareto front when every neighbour of the champion and leader is tried."""
+        for r in ctx.front:
+            e = self._explore(ctx, r.architecture, taken)
+            if e is not None:
+                return e
+        return None
+
+
+class LMProposer(dspy.Module):
+    """The proposer LM: typed Signature, one corrective retry, validation and repair, then the
+    attribution proposer for whatever is still missing (logged)."""
+
+    def __init__(self, lm: Any):
+        super().__init__()
+        from memarch.modules.signatures.search import ProposeArchitectures
+
+        self.lm = lm
+        self.predict = dspy.Predict(ProposeArchitectures)
+        self.fallback = AttributionProposer()
+        self.last_error: str | None = None
+
+    def _ask(self, ctx: ProposalContext, k: int, note: str = "") -> list[Any]:
+        menus = {"encode": ctx.space.encoders, "store": ctx.space.stores,
+                 "retrieve": ctx.space.retrievers, "manage": ctx.space.managers}
+        rows = sorted(ctx.history.records, key=lambda r: -r.objective)[:20]
+        history = "\n".join(f"{r.architecture.key()}  objective={r.objective:.4f} cost={r.cost:.0f}" for r in rows)
+        with dspy.context(lm=self.lm, adapter=dspy.JSONAdapter()):
+            pred = self.predict(menus=menus, rules=list(RULES.values()) + ([note] if note else []),
+                                champion=ctx.champion.architecture.key(), gradient=ctx.gradient,
+                                history=history, ledger=ctx.ledger.summary(),
+                                pareto_front=[f"{r.architecture.key()} ({r.objective:.4f}, {r.cost:.0f})"
+                                              for r in ctx.front[:8]], k=k)
+        return list(pred.proposals)
+
+    def propose(self, ctx: ProposalContext, k: int) -> list[Proposal]:
+        raw: list[Any] | None = None
+        self.last_error = None
+        for attempt, note in enumerate(("", "Your previous answer did not parse: answer with valid JSON "
+                                            "for the 'proposals' field only.")):
+            try:
+                raw = self._ask(ctx, k, note)
+                break
+            except Exception as exc:  # noqa: BLE001 — any LM/adapter failure ends in the fallback
+                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                logger.warning("proposer LM answer unusable (attempt %d): %s", attempt + 1, self.last_error)
+        out: list[Proposal] = []
+        taken: set[str] = set()
+        tried, dead = ctx.history.tried(), ctx.ledger.dead_ends()
+        for p in raw or []:
+            arch = Architecture(tuple(p.encode), p.store, p.retrieve, p.manage)
+            v = ctx.space.violations(arch)
+            if v:
+                try:
+                    fixed = ctx.space.repair(arch)
+                except Exception:  # noqa: BLE001
+                    fixed = None
+                logger.info("LM proposal %s invalid (%s); repaired to %s", arch.key(), v[0], fixed and fixed.key())
+                if fixed is None:
+                    continue
+                arch = fixed
+            arch = arch.canonical()
+            if arch.key() in tried or arch.key() in taken:
+                logger.info("LM proposal %s already tried or a dead end; dropped", arch.key())
+                continue
+            taken.add(arch.key())
+            edit = describe(ctx.champion.architecture, arch)
+            if edit in dead:
+                logger.info("LM proposal %s repeats the refuted edit %r; dropped", arch.key(), edit)
+                continue
+            out.append(Proposal(arch, role="lm", edit=edit, parent=ctx.champion.architecture.key(),
+                                reason=p.rationale[:200]))
+            if len(out) >= k:
+                break
+        if len(out) < k:
+            if raw is None:
+                logger.warning("proposer LM failed twice; using the attribution proposer")
+            out.extend(self.fallback.propose(ctx, k - len(out), taken))
+        return out

@@ -1,0 +1,48 @@
+"""The metric contract of the search — ``metric(architecture_or_None, data) -> TrialResult`` — and
+`BenchmarkMetric`, which scores on a benchmark split through `memarch.pipeline.evaluate`."""
+from __future__ import annotations
+
+from typing import Any
+
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.trial import TrialResult
+
+
+class BenchmarkMetric:
+    """Score an architecture (None: the no-memory agent) on a split of a benchmark.
+
+    Example::
+
+        metric = BenchmarkMetric("generated", resources=Resources())
+        metric(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").objective
+
+    Args:
+        benchmark: a `Benchmark` or a name for ``get_benchmark``.
+        resources: embedder, task LM, caches shared by every trial.
+        data_path: dataset path for file-backed benchmarks (locomo, babi).
+        limit: score only the first N questions of each split (fast runs).
+        evaluate_kwargs: passed to ``evaluate`` (budget_tokens, top_k, reader, judge, objective).
+    """
+
+    def __init__(self, benchmark: Any = "generated", *, resources: Any = None, data_path: str | None = None,
+                 limit: int | None = None, knobs: dict | None = None, **evaluate_kwargs: Any):
+        from memarch.benchmarks import get_benchmark
+        from memarch.pipeline.resources import Resources
+
+        self.benchmark = get_benchmark(benchmark, data_path, **(knobs or {})) if isinstance(benchmark, str) else benchmark
+        self.resources = resources or Resources()
+        self.limit = limit
+        self.kwargs = evaluate_kwargs
+
+    @property
+    def family(self) -> str:
+        from memarch.benchmarks.base import TaskBenchmark
+
+        default = "experience" if isinstance(self.benchmark, TaskBenchmark) else "conversation"
+        return getattr(self.benchmark, "family", default)
+
+    def __call__(self, architecture: Architecture | None, data: Any = "search") -> TrialResult:
+        from memarch.pipeline.evaluate import evaluate
+
+        return evaluate(architecture, self.benchmark, split=str(data), resources=self.resources,
+                        limit=self.limit, **self.kwargs)

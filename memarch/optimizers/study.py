@@ -1,0 +1,83 @@
+"""Optuna studies for the search: storage URLs (sqlite by default, PostgreSQL for many machines),
+heartbeats so a killed worker's trial is failed and retried, and resume with a space check."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.storages import RDBStorage, RetryFailedTrialCallback
+
+from memarch.errors import MemarchError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STORAGE = "sqlite:///mlruns/optuna.db"
+SPACE_ATTR = "memarch_space"
+
+
+def make_storage(url: str | None = DEFAULT_STORAGE, *, heartbeat_interval: int = 10,
+                 grace_period: int | None = None, max_retry: int = 2) -> optuna.storages.BaseStorage:
+    """An RDB storage with heartbeat and retry of crashed trials, or in-memory for ``None``/":memory:".
+
+    Example::
+
+        storage = make_storage("postgresql://memarch@127.0.0.1:5432/memarch", heartbeat_interval=5)
+
+    A trial whose worker stops beating for ``grace_period`` seconds (default 2 x interval) is marked
+    FAIL by the next worker and re-enqueued with the same params (up to ``max_retry`` times).
+    """
+    if url in (None, "", ":memory:"):
+        return optuna.storages.InMemoryStorage()
+    if url.startswith("sqlite:///"):
+        Path(url[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        # Several processes on one sqlite file: wait for the write lock instead of failing.
+        engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}}
+    elif url.startswith(("postgresql", "postgres:", "mysql")):
+        # SQLAlchemy 2.1 defaults to psycopg 3; the installed driver is psycopg2.
+        for plain in ("postgresql://", "postgres://"):
+            if url.startswith(plain):
+                url = "postgresql+psycopg2://" + url[len(plain):]
+        engine_kwargs = {"pool_pre_ping": True}
+    else:
+        raise MemarchError(f"unsupported --storage {url!r}: use sqlite:///PATH or postgresql://...")
+    try:
+        return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                          grace_period=grace_period or 2 * heartbeat_interval,
+                          heartbeat_stale_trial_callback=RetryFailedTrialCallback(max_retry=max_retry))
+    except Exception as exc:  # sqlalchemy / driver errors: one line for the user
+        raise MemarchError(f"cannot open study storage {url}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+
+
+def open_study(name: str, storage: optuna.storages.BaseStorage, sampler: optuna.samplers.BaseSampler, *,
+               space: dict, resume: bool = False, attrs: dict | None = None) -> optuna.Study:
+    """Create ``name``, or continue it when ``resume``; a resumed study must search the same space.
+
+    Several workers join one study by all passing ``resume=True``.
+    """
+    existing = set(optuna.study.get_all_study_names(storage))
+    if name in existing and not resume:
+        raise MemarchError(f"study {name!r} already exists; pass --resume to continue it or use another --study-name")
+    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, direction="maximize",
+                                load_if_exists=True)
+    stored = study.user_attrs.get(SPACE_ATTR)
+    if stored is None:
+        study.set_user_attr(SPACE_ATTR, space)
+        for k, v in (attrs or {}).items():
+            study.set_user_attr(k, v)
+    elif stored != space:
+        raise MemarchError(f"study {name!r} was created for another space ({stored.get('family')}, "
+                           f"{len(stored.get('retrievers', []))} retrievers); use a new --study-name")
+    if name in existing:
+        logger.info("resuming study %s with %d trials", name, len(study.trials))
+    return study
+
+
+def fail_stale(study: optuna.Study) -> None:
+    """Fail (and so retry) trials whose worker died; a no-op without heartbeat."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optuna.storages.fail_stale_trials(study)

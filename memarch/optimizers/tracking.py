@@ -1,0 +1,139 @@
+"""MLflow tracking of a study: one parent run per study, one nested run per trial with params
+(encode, store, retrieve, manage), metrics (objective, per-category scores, cost, latency) and
+artifacts (architecture JSON, diagnosis + textual gradient, ledger; the curve PNG on the parent).
+Logged through `MlflowClient` directly: Optuna's MLflowCallback is deprecated and cannot nest."""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from memarch.errors import MemarchError
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.trial import TrialResult
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
+DEFAULT_ARTIFACTS = "mlruns/artifacts"
+EXPERIMENT = "memarch"
+PARENT_ATTR = "mlflow_parent_run_id"
+
+
+def ui_command(tracking_uri: str = DEFAULT_TRACKING_URI, port: int = 5000) -> str:
+    return f"mlflow ui --backend-store-uri {tracking_uri} --port {port}"
+
+
+def _metric_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-./ " else "_" for c in text)
+
+
+class Tracker:
+    """Logs one study to MLflow.
+
+    Example::
+
+        tracker = Tracker("sqlite:///mlruns/mlflow.db")
+        tracker.start(study, strategy="guided", seed=0)
+        ... Search(..., tracker=tracker).run(study)
+        tracker.finish(history, curve_png="curve.png")
+    """
+
+    def __init__(self, tracking_uri: str = DEFAULT_TRACKING_URI, *, experiment: str = EXPERIMENT,
+                 artifact_root: str | Path = DEFAULT_ARTIFACTS):
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        from mlflow.tracking import MlflowClient
+
+        if tracking_uri.startswith("sqlite:///"):
+            Path(tracking_uri[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self.tracking_uri = tracking_uri
+        try:
+            self.client = MlflowClient(tracking_uri=tracking_uri)
+            exp = self.client.get_experiment_by_name(experiment)
+            if exp is None:
+                root = Path(artifact_root).resolve()
+                root.mkdir(parents=True, exist_ok=True)
+                try:
+                    self.experiment_id = self.client.create_experiment(experiment, artifact_location=root.as_uri())
+                except Exception:  # another worker created it first
+                    self.experiment_id = self.client.get_experiment_by_name(experiment).experiment_id
+            else:
+                self.experiment_id = exp.experiment_id
+        except MemarchError:
+            raise
+        except Exception as exc:
+            raise MemarchError(f"cannot open MLflow tracking store {tracking_uri}: {type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+        self.parent_run_id: str | None = None
+        self._round: dict[str, Any] = {}
+
+    def start(self, study: Any, **params: Any) -> str:
+        """The study's parent run (created once; workers and resumed studies reuse it)."""
+        run_id = study.user_attrs.get(PARENT_ATTR)
+        if run_id is None:
+            run = self.client.create_run(self.experiment_id, run_name=study.study_name,
+                                         tags={"memarch.study": study.study_name})
+            run_id = run.info.run_id
+            study.set_user_attr(PARENT_ATTR, run_id)
+            for k, v in params.items():
+                self.client.log_param(run_id, k, str(v)[:500])
+        self.parent_run_id = run_id
+        return run_id
+
+    def log_round(self, n_trials: int, artifacts: dict[str, Any]) -> None:
+        """A guided round's decision: kept for the next trials' runs, and on the parent."""
+        self._round = dict(artifacts)
+        if self.parent_run_id:
+            self.client.log_dict(self.parent_run_id, self._round, f"rounds/after_{n_trials:04d}_trials.json")
+
+    def log_trial(self, number: int, arch: Architecture, result: TrialResult, attrs: dict[str, Any]) -> str:
+        tags = {"memarch.trial": str(number)}
+        if self.parent_run_id:
+            tags["mlflow.parentRunId"] = self.parent_run_id
+        run = self.client.create_run(self.experiment_id, run_name=f"trial-{number:04d}", tags=tags)
+        rid = run.info.run_id
+        from mlflow.entities import Metric, Param
+
+        params = {"encode": "+".join(arch.encode), "store": arch.store, "retrieve": arch.retrieve,
+                  "manage": arch.manage, "role": attrs.get("role", ""), "edit": attrs.get("edit", "") or "-"}
+        metrics = {"objective": result.objective, "latency_s": result.cost.get("latency_s", result.cost.get("wall_s", 0.0))}
+        metrics.update({f"score_{k}": v for k, v in result.scores.items()})
+        metrics.update({f"category_{k}": v for k, v in result.per_category.items()})
+        metrics.update({f"cost_{k}": v for k, v in result.cost.items()})
+        metrics.update({f"failures_{k}": v for k, v in result.attribution.items()})
+        ts = 0
+        self.client.log_batch(rid, metrics=[Metric(_metric_name(k), float(v), ts, number)
+                                            for k, v in metrics.items()
+                                            if isinstance(v, (int, float)) and math.isfinite(float(v))],
+                              params=[Param(k, str(v)[:500]) for k, v in params.items()])
+        self.client.log_dict(rid, arch.to_dict(), "architecture.json")
+        from memarch.optimizers.guided.diagnosis import diagnose
+
+        self.client.log_dict(rid, diagnose(result).to_dict(), "diagnosis.json")
+        if self._round.get("gradient"):
+            self.client.log_dict(rid, {"gradient": self._round["gradient"],
+                                       "proposals": self._round.get("proposals", [])}, "gradient.json")
+        if "ledger" in self._round:
+            self.client.log_text(rid, json.dumps(self._round["ledger"], indent=1), "ledger.json")
+        self.client.set_terminated(rid)
+        return rid
+
+    def finish(self, summary: dict[str, Any] | None = None, curve_png: str | Path | None = None) -> None:
+        if not self.parent_run_id:
+            return
+        from mlflow.entities import Metric
+
+        summary = summary or {}
+        nums = [Metric(_metric_name(k), float(v), 0, 0) for k, v in summary.items()
+                if isinstance(v, (int, float)) and math.isfinite(float(v))]
+        if nums:
+            self.client.log_batch(self.parent_run_id, metrics=nums)
+        self.client.log_dict(self.parent_run_id, summary, "summary.json")
+        if self._round.get("ledger") is not None:
+            self.client.log_dict(self.parent_run_id, {"ledger": self._round["ledger"]}, "ledger.json")
+        if curve_png and Path(curve_png).exists():
+            self.client.log_artifact(self.parent_run_id, str(curve_png))
+        self.client.set_terminated(self.parent_run_id)

@@ -1,0 +1,273 @@
+"""The evaluation runtime: one architecture (or the no-memory baseline) on one benchmark split
+-> a `TrialResult` with the objective, scores, per-category scores, cost, per-query outcomes and
+failure attribution. A trial that raises is returned as ``failed=True``; the study goes on."""
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections import Counter, defaultdict
+from typing import Any
+
+from memarch.benchmarks.attribution import StoreView, WriteTrace, attribute
+from memarch.benchmarks.base import Benchmark, Question, TaskBenchmark
+from memarch.benchmarks.metrics import ABSTAIN, answer_recall, evidence_recall, mean, qa_f1
+from memarch.benchmarks.protocols import collect_then_deploy, question_query, stream_schedule
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.episodes import Episode
+from memarch.pipeline.program import MemoryProgram
+from memarch.pipeline.resources import Resources
+from memarch.pipeline.trial import QueryOutcome, TrialResult
+
+log = logging.getLogger(__name__)
+
+OBJECTIVES = ("answer_recall", "evidence_recall", "qa_f1", "judge")
+
+
+class _TracedProgram:
+    """Records, for attribution, what the encoders wrote before the manager saw it.
+
+    ``MemoryProgram.write`` calls ``self.encode``; shadowing it on the instance for the length of
+    the trial captures the encoder output without changing the program's behaviour.
+    """
+
+    def __init__(self, program: MemoryProgram, trace: WriteTrace):
+        self.program, self.trace = program, trace
+        self._last: list = []
+
+    def __enter__(self) -> "_TracedProgram":
+        original = type(self.program).encode.__get__(self.program)
+
+        def encode(episode: Episode):
+            self._last = original(episode)
+            return self._last
+
+        self.program.__dict__["encode"] = encode
+        return self
+
+    def write(self, episode: Episode) -> None:
+        self._last = []
+        kept = self.program.write(episode)
+        self.trace.record(self._last, kept)
+
+    def __exit__(self, *exc: object) -> None:
+        self.program.__dict__.pop("encode", None)
+
+
+def _accounting(resources: Resources, accounting: Any):
+    if accounting is not None:
+        return accounting
+    roles = resources.extra.get("lm_roles")
+    return getattr(roles, "accounting", None)
+
+
+def _build_program(arch_or_program: Any, resources: Resources, top_k: int, budget: int | None,
+                   config: dict | None) -> MemoryProgram | None:
+    if arch_or_program is None:
+        return None
+    if isinstance(arch_or_program, MemoryProgram):
+        return arch_or_program
+    arch = arch_or_program if isinstance(arch_or_program, Architecture) else Architecture.from_dict(arch_or_program)
+    return MemoryProgram(arch, resources=resources, top_k=top_k, budget_tokens=budget, config=config)
+
+
+def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None, benchmark: Benchmark | str, *,
+             split: str = "search", resources: Resources | None = None, budget_tokens: int | None = 200,
+             top_k: int | None = None, limit: int | None = None, reader: Any = None, judge: Any = None,
+             objective: str | None = None, success_threshold: float = 0.5, config: dict | None = None,
+             accounting: Any = None) -> TrialResult:
+    """Evaluate one architecture on one split of a benchmark.
+
+    Example::
+
+        arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
+        result = evaluate(arch, "generated", split="search")
+        result.objective, result.per_category, result.attribution
+
+    Args:
+        architecture_or_program: an `Architecture` (a fresh `MemoryProgram` is built for the
+            trial), a built program (used as is), or None for the no-memory baseline.
+        benchmark: a `Benchmark` or a name for :func:`memarch.benchmarks.get_benchmark`.
+        split: ``search`` / ``validation`` / ``test`` (disjoint) or ``all``.
+        budget_tokens: context budget B in words (ANCHORS 6 uses 200).
+        top_k: items per read; None = enough to fill the budget (B / 10, at least 4).
+        limit: the first N questions (or tasks) of the split.
+        reader: a callable ``(context, question) -> answer`` (e.g. `MemoryReader`): adds ``qa_f1``
+            and scores unanswerable questions.
+        judge: a callable ``(question, gold, answer) -> bool | None`` (e.g. `AnswerJudge`).
+        objective: which score is the objective (default ``answer_recall`` without a reader for
+            conversations; the task score for agent benchmarks).
+        success_threshold: a query whose score is below it is a failure (attributed).
+    """
+    resources = resources or Resources()
+    if top_k is None:
+        top_k = max(4, (budget_tokens or 200) // 10)
+    arch = architecture_or_program.architecture if isinstance(architecture_or_program, MemoryProgram) \
+        else (Architecture.from_dict(architecture_or_program) if isinstance(architecture_or_program, dict)
+              else architecture_or_program)
+    bench_name = benchmark if isinstance(benchmark, str) else getattr(benchmark, "name", "?")
+    acct = _accounting(resources, accounting)
+    before = acct.snapshot() if acct is not None else None
+    embedded_before = getattr(resources.embedder, "computed", 0)
+    started = time.perf_counter()
+    try:
+        if isinstance(benchmark, str):
+            from memarch.benchmarks import get_benchmark
+
+            benchmark = get_benchmark(benchmark)
+        view = benchmark.split(split).limit(limit)
+        program = _build_program(architecture_or_program, resources, top_k, budget_tokens, config)
+        if isinstance(view, TaskBenchmark):
+            result = _run_tasks(program, view, top_k, budget_tokens, success_threshold)
+        else:
+            objective = objective or "answer_recall"
+            if objective not in OBJECTIVES:
+                raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
+            result = _run_stream(program, view, top_k, budget_tokens, reader, judge, objective,
+                                 success_threshold)
+        result.architecture = arch
+        result.split = split
+        if program is not None:
+            result.cost["memory_items"] = float(sum(program.store.count(ns) for ns in program.store.namespaces()))
+    except Exception as exc:  # a trial fails, not the study
+        log.warning("trial %s on %s failed: %s", arch, bench_name, exc)
+        result = TrialResult(architecture=arch, benchmark=bench_name, split=split, objective=0.0,
+                             failed=True, error=f"{exc.__class__.__name__}: {exc}",
+                             metadata={"traceback": traceback.format_exc(limit=8)})
+    result.cost["wall_s"] = round(time.perf_counter() - started, 4)
+    result.cost["embeddings_computed"] = float(getattr(resources.embedder, "computed", 0) - embedded_before)
+    if acct is not None:
+        result.cost.update(acct.delta(before).to_metrics())
+    result.metadata.setdefault("budget_tokens", budget_tokens)
+    result.metadata.setdefault("top_k", top_k)
+    return result
+
+
+def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, budget: int | None,
+                reader: Any, judge: Any, objective: str, threshold: float) -> TrialResult:
+    trace = WriteTrace()
+    view = StoreView()
+    outcomes: list[QueryOutcome] = []
+    per_query: dict[str, list[float]] = defaultdict(list)
+    timing = Counter()
+    for dialogue in bench.dialogues:
+        for session, questions in stream_schedule(dialogue):
+            t0 = time.perf_counter()
+            if program is not None:
+                with _TracedProgram(program, trace) as traced:
+                    traced.write(session)
+            timing["write_s"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            for q in questions:
+                outcome = _ask(program, dialogue.namespace, q, question_query(dialogue, q, session), top_k,
+                               budget, reader, judge, objective, threshold, trace, view, per_query)
+                if outcome is not None:
+                    outcomes.append(outcome)
+            timing["read_s"] += time.perf_counter() - t0
+    by_cat: dict[str, list[float]] = defaultdict(list)
+    for o in outcomes:
+        by_cat[o.category].append(o.score)
+    scores = {name: mean(vals) for name, vals in per_query.items()}
+    scores["questions"] = float(len(outcomes))
+    attribution = Counter(o.attribution for o in outcomes if o.attribution)
+    return TrialResult(
+        architecture=None, benchmark=bench.name, split=bench.split_name,
+        objective=mean(o.score for o in outcomes), scores=scores,
+        per_category={c: mean(v) for c, v in sorted(by_cat.items())},
+        cost={k: round(v, 4) for k, v in timing.items()}, outcomes=outcomes,
+        attribution={m: attribution.get(m, 0) for m in ("encode", "manage", "store", "retrieve")},
+        metadata={"objective": objective, "protocol": "stream", "success_threshold": threshold})
+
+
+def _ask(program: MemoryProgram | None, namespace: str, q: Question, query, top_k: int, budget: int | None,
+         reader: Any, judge: Any, objective: str, threshold: float, trace: WriteTrace, view: StoreView,
+         per_query: dict[str, list[float]]) -> QueryOutcome | None:
+    if not q.answerable and reader is None:
+        return None  # unanswerable: scored only with an LM
+    retrieval = program.read(query, top_k=top_k, budget_tokens=budget) if program is not None else None
+    items = [s.item for s in retrieval.items] if retrieval is not None else []
+    context = retrieval.context if retrieval is not None else ""
+    values: dict[str, float | None] = {}
+    if q.answerable:
+        values["answer_recall"] = answer_recall(q.answer, context, budget)
+        values["evidence_recall"] = evidence_recall(q.evidence, (s for it in items for s in it.source_ids))
+    if reader is not None:
+        prediction = reader(context, q.text)
+        values["qa_f1"] = qa_f1(prediction, q.answer or ABSTAIN, q.category)
+        if judge is not None:
+            verdict = judge(q.text, q.answer or ABSTAIN, prediction)
+            values["judge"] = None if verdict is None else float(verdict)
+    for name, v in values.items():
+        if v is not None:
+            per_query[name].append(v)
+    score = values.get(objective)
+    if score is None:  # e.g. evidence recall of a question without gold evidence
+        score = values.get("qa_f1", values.get("answer_recall", 0.0)) or 0.0
+    success = score >= threshold
+    evidence: dict[str, Any] = {"question": q.text, "gold_answer": q.answer,
+                                **{k: v for k, v in values.items() if v is not None}}
+    if reader is not None:
+        evidence["prediction"] = prediction
+    attribution = None
+    if not success and q.answerable:
+        attribution, facts = attribute(q.evidence, trace, program.store if program else None, namespace,
+                                       items, view=view)
+        evidence.update(facts)
+    return QueryOutcome(query_id=q.id, score=float(score), success=success, category=q.category,
+                        attribution=attribution, evidence=evidence, retrieved_ids=[it.id for it in items])
+
+
+def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, budget: int | None,
+               threshold: float) -> TrialResult:
+    trace = WriteTrace()
+    view = StoreView()
+    outcomes: list[QueryOutcome] = []
+    traced = _TracedProgram(program, trace) if program is not None else None
+    if traced is not None:
+        traced.__enter__()
+        program_for_run = _WriteRecorder(traced)
+    else:
+        program_for_run = None
+    try:
+        for dep in collect_then_deploy(program_for_run, bench, top_k=top_k, budget_tokens=budget):
+            success = dep.score >= threshold
+            items = [s.item for s in dep.retrieval.items] if dep.retrieval is not None else []
+            if program is not None and bench.mode == "dynamic" and dep.retrieval is not None:
+                program.feedback(dep.retrieval, success)  # the environment's verdict, not gold labels
+            attribution, facts = None, {}
+            gold = bench.gold_sources(dep.task)
+            if not success and gold:
+                attribution, facts = attribute(gold, trace, program.store if program else None,
+                                               dep.task.namespace, items, view=view)
+            outcomes.append(QueryOutcome(query_id=dep.task.id, score=float(dep.score), success=success,
+                                         category=str(dep.task.metadata.get("category", "")),
+                                         attribution=attribution, evidence={"task": dep.task.text, **facts},
+                                         retrieved_ids=[it.id for it in items]))
+    finally:
+        if traced is not None:
+            traced.__exit__()
+    by_cat: dict[str, list[float]] = defaultdict(list)
+    for o in outcomes:
+        by_cat[o.category].append(o.score)
+    attribution = Counter(o.attribution for o in outcomes if o.attribution)
+    objective = mean(o.score for o in outcomes)
+    return TrialResult(
+        architecture=None, benchmark=bench.name, split=bench.split_name, objective=objective,
+        scores={"success_rate": objective, "tasks": float(len(outcomes))},
+        per_category={c: mean(v) for c, v in sorted(by_cat.items())}, outcomes=outcomes,
+        attribution={m: attribution.get(m, 0) for m in ("encode", "manage", "store", "retrieve")},
+        metadata={"objective": "success_rate", "protocol": f"collect_deploy:{bench.mode}",
+                  "success_threshold": threshold})
+
+
+class _WriteRecorder:
+    """The program as the collect/deploy protocol sees it: reads pass through, writes are traced."""
+
+    def __init__(self, traced: _TracedProgram):
+        self._traced = traced
+
+    def write(self, episode: Episode) -> None:
+        self._traced.write(episode)
+
+    def read(self, *args: Any, **kwargs: Any):
+        return self._traced.program.read(*args, **kwargs)

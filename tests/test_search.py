@@ -1,0 +1,226 @@
+"""The search: Optuna space from the registry, invalid tuples never evaluated, the guided strategy
+(diagnosis, gradient, ledger, LM proposer with fallback), compile(), MLflow and compare.
+Runs on the fake AutoMem registry and the synthetic objective of test_search_doubles."""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import dspy
+import optuna
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_search_doubles import SyntheticMetric, fake_registry  # noqa: E402
+
+from memarch.optimizers.compare import compare, trials_to_target  # noqa: E402
+from memarch.optimizers.compile import MemarchOptimizer  # noqa: E402
+from memarch.optimizers.guided.champion import select_champion  # noqa: E402
+from memarch.optimizers.guided.ledger import REFUTED, Ledger  # noqa: E402
+from memarch.optimizers.guided.strategy import GuidedStrategy  # noqa: E402
+from memarch.optimizers.history import History  # noqa: E402
+from memarch.optimizers.presets import get_preset, presets_for  # noqa: E402
+from memarch.optimizers.search import Search  # noqa: E402
+from memarch.optimizers.space import SearchSpace  # noqa: E402
+from memarch.optimizers.strategies import Proposal, RandomStrategy, make_strategy  # noqa: E402
+from memarch.optimizers.study import make_storage, open_study  # noqa: E402
+from memarch.pipeline.architecture import Architecture  # noqa: E402
+from memarch.pipeline.program import MemoryProgram  # noqa: E402
+from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+@pytest.fixture
+def space():
+    with fake_registry():
+        yield ArchitectureSpace("experience", lm_available=False)
+
+
+def _run(strategy, space, metric, budget, name="s"):
+    ss = SearchSpace(space)
+    study = open_study(name, make_storage(None), strategy.sampler(ss), space=ss.describe())
+    search = Search(metric, ss, strategy, budget=budget)
+    return search, study, search.run(study)
+
+
+def test_space_is_derived_from_registry_and_round_trips(space):
+    assert ArchitectureSpace("experience").count_valid() == 2573
+    ss = SearchSpace(space)
+    d = ss.distributions()
+    assert [k for k in d if k.startswith("encode:")] == [f"encode:{e}" for e in space.encoders]
+    assert d["store"].choices == tuple(space.stores) and "llm_graph" not in d["store"].choices
+    arch = Architecture(("workflow", "tip"), "graph", "graph", "graph_consolidate")
+    assert ss.from_params(ss.to_params(arch)) == arch.canonical()
+    with pytest.raises(ValueError):
+        ss.to_params(Architecture(("tip",), "llm_graph", "graph", "lightweight"))  # needs an LM
+
+
+def test_invalid_draws_are_pruned_and_never_evaluated(space, caplog):
+    metric = SyntheticMetric(n_queries=30)
+    with caplog.at_level(logging.INFO, logger="memarch.optimizers.search"):
+        search, study, history = _run(RandomStrategy(seed=0), space, metric, budget=15)
+    states = [t.state for t in study.trials]
+    assert states.count(optuna.trial.TrialState.COMPLETE) == 15 and len(history) == 15
+    assert search.invalid, "the random sampler draws invalid tuples in this space"
+    assert all(space.is_valid(Architecture.from_dict(t.user_attrs["architecture"])) for t in study.trials
+               if t.state == optuna.trial.TrialState.COMPLETE)
+    invalid_keys = {k for _, k, _ in search.invalid}
+    assert not invalid_keys & set(metric.calls)
+    assert any("invalid" in r.message and "pruned" in r.message for r in caplog.records)
+
+
+class _BadProposer(RandomStrategy):
+    name = "bad"
+
+    def propose(self, history, space, *, k):
+        return [Proposal(Architecture(("tip",), "json", "graph", "lightweight"), role="bad"),
+                Proposal(Architecture(("tip",), "json", "hybrid", "lightweight"), role="good")]
+
+
+def test_invalid_proposal_is_never_evaluated(space):
+    metric = SyntheticMetric(n_queries=20)
+    _run(_BadProposer(seed=1), space, metric, budget=4)
+    assert "tip|json|graph|lightweight" not in metric.calls
+    assert "tip|json|hybrid|lightweight" in metric.calls
+    assert all(space.is_valid(Architecture(tuple(k.split("|")[0].split("+")), *k.split("|")[1:]))
+               for k in metric.calls)
+
+
+def test_guided_diagnoses_and_keeps_a_ledger(space):
+    metric = SyntheticMetric()
+    strat = GuidedStrategy(seed=0, k=3)
+    _, study, history = _run(strat, space, metric, budget=24)
+    art = strat.artifacts()
+    g = art["gradient"]
+    assert set(g) == {"primary_signal", "confidence", "recommended_action", "evidence_ids", "reasoning"}
+    assert g["primary_signal"] in ("encode", "store", "retrieve", "manage") and g["evidence_ids"]
+    assert sum(art["diagnosis"]["histogram"].values()) > 0 and art["pareto_front"]
+    ledger = Ledger.from_history(history)
+    assert {e.status for e in ledger.entries} <= {"active", "pending", "refuted"} and ledger.entries
+    # dead ends are never proposed again: a refuted edit appears once per condition
+    seen = [(e.condition, e.edit) for e in ledger.entries]
+    assert len(seen) == len(set(seen))
+    refuted = {e.edit: e.evidence["trial"] for e in ledger.entries if e.status == REFUTED}
+    for r in history.records:
+        if r.edit in refuted:
+            assert r.number <= refuted[r.edit]
+    assert len(history.tried()) == len(history)  # guided never re-evaluates an architecture
+
+
+def test_guided_reaches_the_optimum_before_random(space):
+    metric = SyntheticMetric()
+    optimum = max(metric(a, "search").objective for a in space.enumerate())
+    hits = {}
+    for name in ("guided", "random"):
+        _, _, h = _run(make_strategy(name, seed=0), space, metric, budget=40, name=name)
+        hits[name] = trials_to_target(h.best_so_far(), 0.99 * optimum) or 41
+    assert hits["guided"] < hits["random"], hits
+
+
+def test_champion_changes_only_on_a_significant_win(space):
+    metric = SyntheticMetric(n_queries=60)
+    a = Architecture(("tip",), "json", "hybrid", "lightweight")
+    b = Architecture(("tip", "trajectory", "workflow"), "hybrid", "contrastive", "json_full")
+    ss = SearchSpace(space)
+    study = open_study("c", make_storage(None), optuna.samplers.RandomSampler(0), space=ss.describe())
+    for arch in (a, b):
+        study.enqueue_trial(ss.to_params(arch))
+    Search(metric, ss, RandomStrategy(0), budget=2).run(study)
+    h = History.from_study(study)
+    assert select_champion(h).architecture.key() == b.key()  # a clear win
+    # The same objective gap without a paired win pattern: a one-query edge is not significant.
+    rec_b = h.records[1]
+    rec_b.result.outcomes = [o for o in h.records[0].result.outcomes]
+    rec_b.result.outcomes[0] = type(rec_b.result.outcomes[0])("search-0", 1.0, True)
+    assert select_champion(h).architecture.key() == a.key()
+
+
+def _lm_answers(good: bool):
+    if not good:
+        return dspy.utils.DummyLM([{"gradient": "no idea"}] * 2 + [{"proposals": "garbage"}] * 2)
+    grad = {"primary_signal": "retrieve", "confidence": "high", "recommended_action": "x",
+            "evidence_ids": ["search-1"], "reasoning": "misses"}
+    props = [{"encode": ["tip", "workflow"], "store": "graph", "retrieve": "graph", "manage": "lightweight",
+              "edit": "", "rationale": "graph recall"},
+             {"encode": ["tip"], "store": "json", "retrieve": "graph", "manage": "lightweight",  # invalid
+              "edit": "", "rationale": "bad"}]
+    return dspy.utils.DummyLM([{"gradient": grad}, {"proposals": props}], adapter=dspy.JSONAdapter())
+
+
+def _one_round_history(space):
+    metric = SyntheticMetric(n_queries=30)
+    _, study, history = _run(RandomStrategy(3), space, metric, budget=3)
+    return history
+
+
+def test_malformed_lm_answer_ends_in_logged_fallback(space, caplog):
+    history = _one_round_history(space)
+    strat = GuidedStrategy(seed=0, meta_lm=_lm_answers(good=False))
+    with caplog.at_level(logging.WARNING):
+        proposals = strat.propose(history, SearchSpace(space), k=3)
+    assert len(proposals) == 3 and {p.role for p in proposals} <= {"exploit", "explore"}
+    assert all(space.is_valid(p.architecture) for p in proposals)
+    msgs = " ".join(r.message for r in caplog.records)
+    assert "proposer LM failed twice" in msgs and "diagnoser LM failed twice" in msgs
+
+
+def test_lm_proposals_are_validated_repaired_and_completed(space):
+    history = _one_round_history(space)
+    strat = GuidedStrategy(seed=0, meta_lm=_lm_answers(good=True))
+    proposals = strat.propose(history, SearchSpace(space), k=3)
+    assert proposals[0].role == "lm" and proposals[0].architecture.key() == "tip+workflow|graph|graph|lightweight"
+    assert strat.artifacts()["gradient"]["primary_signal"] == "retrieve"
+    assert all(space.is_valid(p.architecture) for p in proposals) and len(proposals) == 3
+    assert len({p.architecture.key() for p in proposals}) == 3
+
+
+def test_compile_returns_a_program_that_reloads_and_scores_the_same(space, tmp_path, hash_resources):
+    metric = SyntheticMetric(n_queries=60)
+    opt = MemarchOptimizer(metric, strategy="guided", budget=12, seed=0, save_path=tmp_path / "prog.json",
+                           resources=hash_resources)
+    program = opt.compile(space, trainset="search", valset="validation")
+    rep = opt.report
+    assert isinstance(program, MemoryProgram) and rep.trials == 12
+    assert rep.architecture.key() in rep.finalists and rep.validation_score == max(rep.finalists.values())
+    again = MemoryProgram.load(tmp_path / "prog.json", resources=hash_resources)
+    assert again.architecture == program.architecture
+    assert metric(again.architecture, "test").objective == rep.test_score
+
+
+def test_mlflow_holds_one_parent_and_nested_trial_runs(space, tmp_path):
+    from memarch.optimizers.tracking import Tracker
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    tracker = Tracker(uri, artifact_root=tmp_path / "artifacts")
+    opt = MemarchOptimizer(SyntheticMetric(n_queries=20), strategy="guided", budget=5, tracker=tracker)
+    opt.compile(space)
+    runs = tracker.client.search_runs([tracker.experiment_id], max_results=100)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == tracker.parent_run_id]
+    assert len(parents) == 1 and len(children) == 5
+    child = children[0]
+    assert {"encode", "store", "retrieve", "manage"} <= set(child.data.params)
+    assert {"objective", "latency_s", "cost_tokens", "category_0"} <= set(child.data.metrics)
+    names = {a.path for a in tracker.client.list_artifacts(child.info.run_id)}
+    assert {"architecture.json", "diagnosis.json", "gradient.json", "ledger.json"} <= names or \
+        {"architecture.json", "diagnosis.json"} <= names
+    assert any({"gradient.json", "ledger.json"} <= {a.path for a in tracker.client.list_artifacts(c.info.run_id)}
+               for c in children)
+
+
+def test_compare_reports_table_png_and_baselines(space, tmp_path):
+    cmp = compare(SyntheticMetric(n_queries=30), space, ["guided", "random"], seeds=2, budget=6)
+    text = cmp.table()
+    assert "guided" in text and "random" in text and "best preset" in text and "no memory" in text
+    assert len(cmp.runs["guided"]) == 2 and all(len(r.curve) == 6 for r in cmp.runs["random"])
+    png = cmp.plot(tmp_path / "c.png")
+    assert png.stat().st_size > 1000
+
+
+def test_presets_map_to_the_space(space):
+    valid = presets_for(space)
+    assert "mem0" in valid and "zep" not in valid  # zep needs llm_graph (an LM)
+    assert get_preset("mem0", ArchitectureSpace("experience")).key() == "tip|vector|hybrid|json_full"

@@ -1,0 +1,99 @@
+"""Test doubles for the search tests (no tests here): a fake module registry with the AutoMem menu
+and a deterministic synthetic objective with per-module failure attribution. Worker subprocesses
+import this file too."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+
+from memarch.modules.encoders.base import Encoder
+from memarch.modules.managers.base import Manager
+from memarch.modules.retrievers.base import Retriever
+from memarch.modules.stores.base import Store
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.registry import REGISTRY, ensure_modules_loaded
+from memarch.pipeline.trial import QueryOutcome, TrialResult
+
+ENCODERS = {"tip": 0.35, "insight": 0.2, "trajectory": 0.45, "workflow": 0.5, "shortcut": 0.15}
+STORES = {"json": 0.7, "vector": 0.8, "hybrid": 0.9, "graph": 0.85, "llm_graph": 0.95}
+RETRIEVERS = {"hybrid": 0.7, "contrastive": 0.8, "cbr_rerank": 0.75, "graph": 0.6, "hyde": 0.65, "mmr": 0.72}
+MANAGERS = {"lightweight": 0.85, "json_full": 0.9, "tool_manager": 0.8, "graph_consolidate": 0.95}
+SPLIT_SEED = {"search": 1, "validation": 2, "test": 3}
+
+
+def _register_fakes() -> None:
+    for i, e in enumerate(ENCODERS):
+        REGISTRY.register("encoder", e, families="experience", rank=i)(type(f"Fake_{e}", (Encoder,), {}))
+    for i, s in enumerate(STORES):
+        REGISTRY.register("store", s, needs_lm=s == "llm_graph", rank=i,
+                          provides=("graph",) if "graph" in s else ())(type(f"FakeStore_{s}", (Store,), {}))
+    for i, r in enumerate(RETRIEVERS):
+        REGISTRY.register("retriever", r, needs_lm=r == "hyde", rank=i,
+                          requires_store=("graph",) if r == "graph" else ())(type(f"FakeRetr_{r}", (Retriever,), {}))
+    for i, m in enumerate(MANAGERS):
+        gc = m == "graph_consolidate"
+        REGISTRY.register("manager", m, rank=i, requires_store=("graph",) if gc else (),
+                          requires_retriever=("graph",) if gc else ())(type(f"FakeMgr_{m}", (Manager,), {}))
+
+
+@contextlib.contextmanager
+def fake_registry():
+    """The AutoMem experience menu (3720 tuples, 2573 valid) made of do-nothing module classes."""
+    ensure_modules_loaded()
+    with REGISTRY.temporarily():
+        REGISTRY._specs = {}
+        _register_fakes()
+        yield REGISTRY
+
+
+def _u(*parts) -> float:
+    h = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(h[:8], "big") / 2 ** 64
+
+
+def qualities(arch: Architecture) -> dict[str, float]:
+    miss = 1.0
+    for e in arch.encode:
+        miss *= 1 - ENCODERS[e]
+    encode = (1 - miss) - 0.05 * max(0, len(arch.encode) - 2)
+    retrieve = RETRIEVERS[arch.retrieve] + (0.3 if arch.retrieve == "graph" and "graph" in arch.store else 0)
+    return {"encode": encode, "store": STORES[arch.store], "manage": MANAGERS[arch.manage],
+            "retrieve": min(retrieve, 0.98)}
+
+
+class SyntheticMetric:
+    """``metric(architecture, split) -> TrialResult``: query i succeeds when every module's quality
+    beats its hashed threshold; a failure is attributed to the first module (pipeline order) that
+    lost it. Deterministic; ``calls`` counts evaluations; ``delay`` slows it for the kill test."""
+
+    def __init__(self, n_queries: int = 120, delay: float | None = None):
+        self.n = n_queries
+        self.delay = float(os.environ.get("SEARCH_DOUBLE_DELAY", 0)) if delay is None else delay
+        self.calls: list[str] = []
+
+    def __call__(self, arch: Architecture | None, data="search") -> TrialResult:
+        self.calls.append(arch.key() if arch else "none")
+        if self.delay:
+            time.sleep(self.delay)
+        seed = SPLIT_SEED.get(data, 9)
+        outcomes = []
+        q = qualities(arch) if arch else None
+        for i in range(self.n):
+            qid = f"{data}-{i}"
+            lost = "encode" if q is None else next(
+                (m for m in ("encode", "store", "manage", "retrieve") if q[m] < _u(seed, i, m)), None)
+            ok = lost is None
+            outcomes.append(QueryOutcome(qid, 1.0 if ok else 0.0, ok, category=str(i % 3), attribution=lost,
+                                         evidence={"gold": [f"e{i}"]}))
+        attr: dict[str, int] = {}
+        for o in outcomes:
+            if o.attribution:
+                attr[o.attribution] = attr.get(o.attribution, 0) + 1
+        obj = sum(o.score for o in outcomes) / self.n
+        tokens = 100.0 * len(arch.encode) if arch else 0.0
+        return TrialResult(arch, "synthetic", str(data), obj, scores={"accuracy": obj},
+                           per_category={c: sum(o.score for o in outcomes if o.category == c) / (self.n / 3)
+                                         for c in "012"},
+                           cost={"tokens": tokens}, outcomes=outcomes, attribution=attr)
