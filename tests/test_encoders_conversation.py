@@ -85,6 +85,9 @@ def lm_resources(tmp_path, answers: list[dict]) -> Resources:
     ("back in 2019 we met", "past", "2019-01-01", "year"),
     ("in December I went skiing", "past", "2022-12-01", "month"),
     ("We ran a 5k this morning", "past", "2023-05-08", "day"),
+    ("I met my teammates on the 5th", "past", "2023-05-05", "day"),
+    ("I met my teammates on the 15th", "past", "2023-04-15", "day"),
+    ("The show is on the 20th", "future", "2023-05-20", "day"),
 ])
 def test_resolve_time_expression_table(text, tense, iso, granularity):
     found = resolve_time_expression(text, ANCHOR, tense)
@@ -231,7 +234,7 @@ def test_newer_fact_supersedes_in_a_program(res):
 # -- entity --------------------------------------------------------------------------------------
 def test_entity_notes_group_sentences_by_name_and_speaker(res):
     ep = session()
-    items = {i.key: i for i in EntityEncoder(res).encode(ep)}
+    items = {i.fields["entity_key"]: i for i in EntityEncoder(res).encode(ep)}
     assert {"entity|caroline", "entity|melanie", "entity|lake tahoe", "entity|jordan", "entity|oscar"} <= set(items)
     assert "entity|mel" not in items and "entity|wow" not in items  # alias and interjection
     tahoe = items["entity|lake tahoe"]
@@ -345,3 +348,10 @@ def test_all_locomo_turns_through_every_encoder(data_dir, res):
     assert counts["TurnEncoder"] == 5882 and counts["SummaryEncoder"] == len(episodes)
     assert min(counts.values()) > 200
     assert time.perf_counter() - start < 60  # seconds on a loaded 2-core machine; ~4 s unloaded
+
+
+@pytest.mark.parametrize("cls", ENCODERS, ids=lambda c: c.__name__)
+def test_an_episode_without_turns_yields_nothing_and_calls_no_lm(cls, tmp_path):
+    enc = cls(lm_resources(tmp_path, []))
+    assert enc.encode(Episode("t1", task="open the door", outcome="success")) == []
+    assert enc.resources.lm.history == []

@@ -96,6 +96,15 @@ def test_insight_only_from_failures_and_workflow_only_from_successes(hash_resour
     assert set(ins.fields) >= {"failure_pattern", "root_cause", "corrective_strategy", "detection_signal", "task"}
 
 
+def test_lm_free_failure_labels_are_the_signature_labels():
+    from typing import get_args
+
+    from memarch.modules.encoders._experience_algorithms import _STRATEGY
+    from memarch.modules.signatures.experience import FailurePattern
+
+    assert set(_STRATEGY) == set(get_args(FailurePattern))
+
+
 @pytest.mark.parametrize("obs,meta,pattern", [
     ("The drawer is locked.", {}, "precondition_violation"),
     ("Error: invalid format for answer", {}, "format_error"),
@@ -214,11 +223,24 @@ LM_CASES = {
                              "failing_step_id": "s2"}},
                 {"insight": {"failure_pattern": "bad_label", "root_cause": "x", "corrective_strategy": "y",
                              "detection_signal": "z", "failing_step_id": "s2"}}),
+    "insight-unknown-step": (InsightEncoder, wrong_item("bad"),
+                             {"insight": {"failure_pattern": "wrong_entity", "root_cause": "took the potato",
+                                          "corrective_strategy": "take the carrot", "detection_signal": "carrot",
+                                          "failing_step_id": "s2"}},
+                             {"insight": {"failure_pattern": "wrong_entity", "root_cause": "r",
+                                          "corrective_strategy": "c", "detection_signal": "d",
+                                          "failing_step_id": "step 42"}}),
     "trajectory": (TrajectoryEncoder, kitchen("e1", "apple"),
                    {"compressed": {"steps": ["open fridge -> opened", "take apple from fridge -> taken"],
                                    "kept_step_ids": ["s3", "s4", "s99"], "key_decision": "open fridge",
                                    "anchor": "item in closed container"}},
                    {"compressed": {"steps": [], "kept_step_ids": [], "key_decision": "", "anchor": ""}}),
+    # a small model's habit: step ids instead of actions
+    "trajectory-ungrounded": (TrajectoryEncoder, kitchen("e1", "apple"),
+                              {"compressed": {"steps": ["open fridge -> opened"], "kept_step_ids": ["s3"],
+                                              "key_decision": "open the fridge", "anchor": "closed container"}},
+                              {"compressed": {"steps": ["s1", "s2"], "kept_step_ids": ["s1"], "key_decision": "s1",
+                                              "anchor": "s1"}}),
     "workflow": (WorkflowEncoder, kitchen("e1", "apple"),
                  {"workflow": {"task_template": "slice the <ITEM>",
                                "steps": ["open fridge", "take <ITEM> from fridge", "slice <ITEM> with knife"]}},
@@ -245,7 +267,7 @@ def test_lm_path_typed_answer(hash_resources, name):
     items = enc.encode(ep)
     assert enc.fallbacks == 0 and len(hash_resources.lm.history) == 1
     [item] = lm_items(items)
-    assert item.kind == name and item.fields["task"] == ep.task and item.episode_id == ep.id
+    assert item.kind == cls.name and item.fields["task"] == ep.task and item.episode_id == ep.id
     assert set(item.source_ids) <= step_ids(ep)
     if name == "trajectory":
         assert item.source_ids == ["s3", "s4"]  # the made-up s99 is not provenance

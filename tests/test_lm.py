@@ -121,6 +121,32 @@ def test_engine_sends_nested_json_schema_and_parses_typed_outputs():
     assert usage["prompt_tokens"] == 100 and usage["completion_tokens"] == 7
 
 
+def test_engine_bounds_unbounded_lists_in_the_schema():
+    from memarch.lm.engine import bound_arrays
+
+    class Extract(dspy.Signature):
+        """Extract keywords."""
+
+        text: str = dspy.InputField()
+        keywords: list[str] = dspy.OutputField()
+
+    lm, server = scripted_lm(['{"keywords": ["a", "b"]}'])
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        assert dspy.Predict(Extract)(text=unique()).keywords == ["a", "b"]
+    schema = server.bodies[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["keywords"]["maxItems"] == 8
+    kept = bound_arrays({"type": "array", "maxItems": 2, "items": {"type": "array", "minItems": 9}}, 8)
+    assert kept == {"type": "array", "maxItems": 2, "items": {"type": "array", "minItems": 9, "maxItems": 9}}
+
+
+def test_base_url_lms_ask_for_json_schema_unless_told_not_to():
+    lm = make_lm("http://localhost:11434/v1#llama3")
+    assert lm.model == "memarch_url/llama3" and lm.supports_response_schema
+    assert "response_format" in lm.supported_params
+    plain = make_lm("http://localhost:11434/v1#llama3", json_schema=False)
+    assert plain.model == "openai/llama3" and not plain.supports_response_schema
+
+
 def test_engine_reports_server_error_and_dead_server():
     class Broken:
         def chat(self, body):
@@ -229,6 +255,8 @@ def test_accounting_adds_up_per_role_and_per_trial():
     assert trial["lm_calls_judge"] == 1 and trial["tokens_out_judge"] == 3
     assert trial["lm_calls"] == 3 and trial["tokens_in"] == 130 and trial["tokens_out"] == 13
     assert trial["latency_s_task"] > 0 and trial["lm_errors"] == 0
+    assert trial["lm_latency_s"] == pytest.approx(trial["latency_s_task"] + trial["latency_s_judge"], abs=1e-5)
+    assert "latency_s" not in trial  # that name is the trial's own latency
 
 
 def test_accounting_counts_cache_hits_without_tokens(tmp_path):
@@ -300,6 +328,13 @@ def test_roles_share_one_local_server_and_release_it_on_error(fake_local):
     assert not fake_local[0].running and FakeXServer.alive == 0
 
 
+def test_ctrl_c_releases_the_local_server(fake_local):
+    with pytest.raises(KeyboardInterrupt):
+        with LMRoles(task="local", cache=False):
+            raise KeyboardInterrupt
+    assert not fake_local[0].running and FakeXServer.alive == 0
+
+
 def test_roles_resources_carry_all_three_roles(fake_local, hash_resources):
     with LMRoles(task="local", judge="local", meta="none", cache=False) as roles:
         res = roles.resources(embedder=hash_resources.embedder, cache_dir=hash_resources.cache_dir)
@@ -321,11 +356,11 @@ def test_cli_options_build_roles():
     parser = argparse.ArgumentParser()
     add_lm_arguments(parser)
     args = parser.parse_args(["--lm", "openai/gpt-4o-mini", "--judge-lm", "http://h:1/v1",
-                              "--lm-model", "qwen", "--lm-timeout", "5", "--no-lm-cache"])
+                              "--lm-model", "qwen", "--lm-timeout", "5", "--no-lm-cache", "--lm-no-schema"])
     roles = roles_from_args(args, check=False)
     assert roles.describe() == {"task": "openai/gpt-4o-mini", "meta": "openai/gpt-4o-mini",
                                 "judge": "http://h:1/v1#openai/qwen"}
-    assert roles.timeout == 5 and roles.cache is False
+    assert roles.timeout == 5 and roles.cache is False and roles.json_schema is False
     assert roles_from_args(parser.parse_args([])).any_lm is False
 
 

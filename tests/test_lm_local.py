@@ -11,7 +11,7 @@ import dspy
 import pydantic
 import pytest
 
-from memarch.lm import LMRoles, call_typed
+from memarch.lm import Accounting, LMRoles, call_typed, make_lm
 
 pytestmark = [pytest.mark.lm, pytest.mark.slow]
 
@@ -62,7 +62,8 @@ def _port_open(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def local_roles(tmp_path_factory):
-    roles = LMRoles(task="local", meta="local", judge="local", threads=1, check=True,
+    # 256 tokens: enough for these typed answers, and bounds a runaway generation on a busy CPU
+    roles = LMRoles(task="local", meta="local", judge="local", threads=1, check=True, max_tokens=256,
                     cache_dir=str(tmp_path_factory.mktemp("lm-cache")))
     with roles:
         yield roles
@@ -109,10 +110,12 @@ def test_a_real_encoder_runs_its_lm_path(local_roles, hash_resources):
 
     res = local_roles.resources(embedder=hash_resources.embedder, cache_dir=hash_resources.cache_dir,
                                 use_encoder_cache=False)
-    episode = Episode(id="ep-lm-1", task="put a clean apple in the fridge", outcome="success", steps=[
-        Step("s1", "take apple", "You can't: the apple is dirty."),
-        Step("s2", "clean apple with sink", "You clean the apple."),
-        Step("s3", "put apple in fridge", "You put the clean apple in the fridge. Task done."),
+    # a rejected action that works after an enabling one: the LM-free path has a tip to fall back on
+    episode = Episode(id="ep-lm-1", task="put the apple on the table", outcome="success", steps=[
+        Step("s1", "take apple", "You can't: the fridge is closed."),
+        Step("s2", "open fridge", "You open the fridge."),
+        Step("s3", "take apple", "You take the apple from the fridge."),
+        Step("s4", "put apple on table", "You put the apple on the table. Task done."),
     ])
     before = local_roles.accounting.snapshot()
     encoder = tip.TipEncoder(res)
@@ -122,6 +125,30 @@ def test_a_real_encoder_runs_its_lm_path(local_roles, hash_resources):
     assert all(it.kind == "tip" and it.episode_id == "ep-lm-1" and isinstance(it.text, str) for it in items)
     # either the LM's tips parsed, or the logged fallback produced the LM-free ones
     assert encoder.fallbacks in (0, 1)
+
+
+def test_the_base_url_path_over_http(local_roles):
+    """The path used for Ollama / vLLM / LM Studio: the embedded server's own OpenAI-compatible URL."""
+    lm = make_lm(f"{local_roles.server.base_url}/v1#smollm2", timeout=60, num_retries=0, cache=False,
+                 max_tokens=256)
+    assert lm.supports_response_schema  # constrained decoding is asked for
+    acct = Accounting()
+    acct.attach(lm, "task")
+    edit = call_typed(dspy.Predict(ProposeEdit), lm, diagnosis="memory_stale: old facts outrank new ones")
+    assert edit.retriever in RETRIEVERS and edit.confidence in ("low", "medium", "high")
+    usage = acct.snapshot().roles["task"]
+    assert usage.calls >= 1 and usage.tokens_in > 0 and usage.tokens_out > 0
+
+
+def test_the_real_judge_uses_the_judge_role(local_roles, hash_resources):
+    reader = pytest.importorskip("memarch.benchmarks.reader")
+    res = local_roles.resources(embedder=hash_resources.embedder, cache_dir=hash_resources.cache_dir)
+    before = local_roles.accounting.snapshot()
+    verdict = reader.AnswerJudge(res)(question="Which city did Bob move to?", gold="Lisbon",
+                                      response="Bob moved to Lisbon in 2021.")
+    assert verdict is None or isinstance(verdict, bool)  # None: the logged fallback
+    used = local_roles.accounting.delta(before)
+    assert used.roles["judge"].calls >= 1 and used.roles["task"].calls == 0
 
 
 def test_server_is_released_after_the_roles_close(tmp_path):

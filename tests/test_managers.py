@@ -15,7 +15,7 @@ from memarch.modules.managers.tool_manager import ToolManager
 from memarch.modules.retrievers.graph import GraphRetriever
 from memarch.modules.stores.graph import GraphStore
 from memarch.modules.stores.json_store import JsonStore
-from memarch.pipeline.episodes import Episode, Query
+from memarch.pipeline.episodes import Episode, Query, Step
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.registry import REGISTRY
 from memarch.pipeline.resources import Resources
@@ -160,7 +160,7 @@ def test_lm_resolves_conflict_keep_new(hash_resources):
 
 
 def test_lm_malformed_answer_retried_once(hash_resources):
-    res, _ = with_lm(hash_resources, [{"decision": "maybe", "reason": "?"},
+    res, lm = with_lm(hash_resources, [{"decision": "maybe", "reason": "?"},
                                       {"decision": "keep_old", "reason": "the failure is newer but wrong"}])
     m, store = JsonFullManager(res), JsonStore(res)
     old, new = _conflict_pair()
@@ -169,6 +169,9 @@ def test_lm_malformed_answer_retried_once(hash_resources):
     assert [it.id for it in store.list()] == [old.id]
     assert store.get(new.id, include_deleted=True).status == "superseded"
     assert m._resolver.calls == 2 and m._resolver.fallbacks == 0
+    retry_prompt = str(lm.history[-1]["messages"])
+    assert "Your previous answer was rejected: " in retry_prompt
+    assert "Your previous answer was rejected: " not in str(lm.history[-2]["messages"])
 
 
 def test_lm_malformed_twice_falls_back_to_rule_and_logs(hash_resources, caplog):
@@ -299,6 +302,25 @@ def test_trajectories_promote_to_workflow(cls, hash_resources):
     assert len(store.list(where={"kind": "workflow"})) == 1 and "reinforced" in actions(wf)
 
 
+def test_unrelated_successes_make_no_workflow(hash_resources):
+    m, store = ToolManager(hash_resources), JsonStore(hash_resources)
+    cook = ["go to kitchen", "open fridge", "take egg from fridge", "cook egg with stove", "eat egg", "wash plate"]
+    read = ["go to study", "open drawer", "take book from drawer", "read book", "sit on chair", "sleep"]
+    for i, acts in enumerate((cook, read)):
+        item = MemoryItem(text=" -> ".join(acts), kind="trajectory", episode_id=f"e{i}", outcome="success",
+                          fields={"actions": acts})
+        write(m, store, [item], Episode(id=f"e{i}", outcome="success"))
+    assert store.list(where={"kind": "workflow"}) == [], "3 shared shapes of 6 is under the 0.6 coverage"
+    m2, store2 = ToolManager(hash_resources, workflow_coverage=0.5), JsonStore(hash_resources)
+    for i, acts in enumerate((cook, read)):
+        item = MemoryItem(text=" -> ".join(acts), kind="trajectory", episode_id=f"e{i}", outcome="success",
+                          fields={"actions": acts})
+        write(m2, store2, [item], Episode(id=f"e{i}", outcome="success"))
+    [wf] = store2.list(where={"kind": "workflow"})
+    assert wf.fields["shapes"] == ["go to <LOCATION>", "open <OBJECT>", "take <OBJECT> from <LOCATION>"]
+    assert not any(w in " ".join(wf.fields["steps"]) for w in ("kitchen", "fridge", "study", "drawer"))
+
+
 def _shortcut(ep, args, expected=None, key="take <OBJECT> from <LOCATION>"):
     steps = ["go to <LOCATION>", "take <OBJECT> from <LOCATION>"]
     inv = {"arguments": args}
@@ -425,6 +447,13 @@ def test_generalise_across_episodes_without_lm(hash_resources):
     assert all(store.graph().has_edge(general.id, it.id, key="REINFORCES") for it in members)
     m.periodic(store, "default")  # already generalised: no second general memory
     assert sum(1 for it in store.list() if it.fields.get("generalised")) == 1
+    late = _recurring("e4", 1)
+    late.text += " indeed"
+    write(m, store, [late])
+    m.periodic(store, "default")  # a new member joins the existing general memory
+    assert sum(1 for it in store.list() if it.fields.get("generalised")) == 1
+    assert late.id in general.fields["generalised_from"] and "e4" in general.fields["episodes"]
+    assert store.graph().has_edge(general.id, late.id, key="REINFORCES")
 
 
 def test_generalise_with_lm_and_merge_near_duplicates(hash_resources):
@@ -454,3 +483,113 @@ def test_every_manager_leaves_lineage(cls, hash_resources):
     assert (admitted.action, admitted.actor, admitted.at) == ("admitted", f"manager:{m.name}", "2024-03-01")
     m.feedback(_retrieval([it]), True, store)
     assert it.lineage[-1].actor == f"manager:{m.name}" and it.lineage[-1].at == "episode:1"
+
+
+def test_clusters_are_stars_not_chains(hash_resources):
+    from memarch.modules.managers._consolidation import clusters
+
+    items = [_recurring(f"e{n}", n) for n in range(6)]  # neighbours >= 0.94, ends 0.51 apart
+    vecs = hash_resources.embedder.embed([it.text for it in items])
+    [group] = clusters(items, vecs, 0.93)
+    assert 0 not in group and len(group) >= 3
+    sims = vecs[group] @ vecs[group].T
+    assert (sims.max(axis=0) >= 0.93).all() and sims.min() > 0.51
+    assert len(clusters(items, vecs, 0.93, max_size=2)[0]) == 2
+
+
+def test_conversation_defaults_keep_similar_turns(hash_resources):
+    a = fact("open the fridge before taking the apple", kind="turn", ep="s1", when="2023-05-01")
+    b = fact("always open the fridge before taking the apple", kind="turn", ep="s2", when="2023-06-01")
+    m, store = JsonFullManager(hash_resources), JsonStore(hash_resources)
+    write(m, store, [a], Episode(id="s1", turns=[]))
+    write(m, store, [b], Episode(id="s2", turns=[]))
+    m.periodic(store, "default")
+    assert store.count() == 2, "cosine 0.94 is a duplicate for agent tips, not for dialogue turns"
+    assert m.setting("max_items", store, "default") is None
+    write(m, store, [fact("Always open the fridge before taking the apple!", kind="turn", ep="s3")])
+    assert store.count() == 2, "a verbatim repeat still collapses"
+    explicit = JsonFullManager(hash_resources, dedup_threshold=0.9)
+    assert explicit.setting("dedup_threshold", store, "default") == 0.9
+
+
+# -- through MemoryProgram with the real encoders --------------------------------------------------
+def _agent_episode(i, obj, place):
+    acts = [(f"go to {place}", f"You arrive at the {place}."), (f"open {place}", f"You open the {place}."),
+            (f"take {obj} from {place}", f"You take the {obj}."), ("go to table", "You arrive at the table."),
+            (f"put {obj} on table", "Done.")]
+    return Episode(id=f"e{i}", task=f"put the {obj} on the table", outcome="success",
+                   steps=[Step(f"s{j}", a, o) for j, (a, o) in enumerate(acts)])
+
+
+def test_program_tool_manager_validates_mined_shortcuts(hash_resources):
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.program import MemoryProgram
+
+    program = MemoryProgram(Architecture(("trajectory", "shortcut"), "json", "hybrid", "tool_manager"),
+                            resources=hash_resources)
+    for i, (obj, place) in enumerate([("apple", "fridge"), ("milk", "fridge"), ("mug", "cabinet")]):
+        program.write(_agent_episode(i, obj, place))
+    store = program.store
+    [shortcut] = store.list(where={"kind": "shortcut"})
+    assert shortcut.fields.get("validated") is True
+    [workflow] = store.list(where={"kind": "workflow"})
+    assert workflow.lineage[0].action == "promoted" and "<OBJECT>" in workflow.text
+    assert all(t.lineage[-1].reason for t in store.tombstones())
+
+
+def test_program_graph_consolidate_feedback(hash_resources):
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.program import MemoryProgram
+
+    program = MemoryProgram(Architecture(("trajectory",), "graph", "graph", "graph_consolidate"),
+                            resources=hash_resources, config={"retriever": {"seeds": 1}})
+    for i, (obj, place) in enumerate([("apple", "fridge"), ("milk", "fridge"), ("mug", "cabinet")]):
+        program.write(_agent_episode(i, obj, place))
+    retrieval = program.read("put the pear on the table")
+    hops = [s for s in retrieval.items if s.trace.get("hop", 0) >= 1]
+    assert hops
+    program.feedback(retrieval, True)
+    assert any(e.action == "edge_adjusted" for e in hops[0].item.lineage)
+
+
+@pytest.mark.parametrize("store_name", ["json", "vector", "hybrid", "graph"])
+@pytest.mark.parametrize("cls", MANAGERS)
+def test_every_store_stays_consistent(cls, store_name, hash_resources, tmp_path):
+    store = REGISTRY.get("store", store_name).cls(hash_resources)
+    m = cls(hash_resources, max_items=3, period=1)
+    write(m, store, [fact("Jon's dog is Max", key="jon|dog", when="2023-01-01", ep="s1"),
+                     fact("the printer needs paper in tray two", kind="tip", ep="s1")], Episode(id="s1"))
+    write(m, store, [fact("Jon adopted a dog called Bella", key="jon|dog", when="2023-03-01", ep="s2"),
+                     fact("The printer needs paper in tray two!", kind="tip", ep="s2"),
+                     fact("water the plants every morning", kind="tip", ep="s2"),
+                     fact("label every box before moving", kind="tip", ep="s2")], Episode(id="s2"))
+    active = store.list()
+    m.feedback(_retrieval(active[:2]), True, store)
+    m.feedback(_retrieval(active[2:]), False, store)
+    m.periodic(store, "default")
+    assert store.count() == 3 and store.count(include_deleted=True) == 6
+    assert all(t.lineage[-1].reason and t.lineage[-1].actor == m.actor for t in store.tombstones())
+    live = {it.id for it in store.list()}
+    hits = store.search(hash_resources.embedder.embed(["printer paper dog plants box"])[0], 10)
+    assert {it.id for it, _ in hits} <= live
+    store.save(tmp_path)
+    again = type(store).load(tmp_path, hash_resources)
+    assert {it.id for it in again.list()} == live and len(again.tombstones()) == 3
+
+
+@pytest.mark.integration
+def test_locomo_conversation_keeps_its_turns(resources, data_dir):
+    """Real MiniLM embeddings on a LoCoMo conversation: no turn is lost to dedup, merge or prune."""
+    from memarch.benchmarks.locomo import LoCoMo
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.program import MemoryProgram
+
+    dialogue = LoCoMo(data_dir / "locomo").dialogues[0]
+    program = MemoryProgram(Architecture(("fact", "turn"), "json", "hybrid", "json_full"), resources=resources)
+    for session in dialogue.sessions:
+        program.write(session)
+    ns = dialogue.sessions[0].namespace
+    turns = {t.id for s in dialogue.sessions for t in s.turns}
+    kept = {sid for it in program.store.list(ns, where={"kind": "turn"}) for sid in it.source_ids}
+    assert turns <= kept
+    assert all(t.lineage[-1].reason for t in program.store.tombstones(ns))

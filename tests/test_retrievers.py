@@ -119,6 +119,19 @@ def test_bm25_scores_equal_rank_bm25():
         index.idf[index.vocab["cat"]])
 
 
+def test_usage_only_update_keeps_the_bm25_matrix(store):
+    first = lexical_index(store, "default")
+    it = store.list()[3]
+    it.usage.retrieved += 1
+    store.update(it)  # what a manager does after a read: the version moves, no text changes
+    second = lexical_index(store, "default")
+    assert second is not first and second.bm25 is first.bm25
+    it.text = "a brand new text about zebras"
+    store.update(it)
+    third = lexical_index(store, "default")
+    assert third.bm25 is not first.bm25 and third.search("zebras", 1)[0][0].id == it.id
+
+
 def test_incremental_rebuild_scores_like_rank_bm25_on_the_current_items(store):
     import rank_bm25
 
@@ -215,10 +228,67 @@ def test_contrastive_success_and_failure_pools(hash_resources, store):
     assert pools.count("success") == 2 and pools.count("failure") == 2  # only 2 successes are eligible
     for s in got:
         weight = 0.6 if s.trace["pool"] == "success" else 0.4
-        assert s.score == pytest.approx(weight * s.trace["similarity"], abs=1e-6)
-        assert s.trace["similarity"] == pytest.approx(max(s.trace["case"], 0.7 * s.trace["content"]), abs=1e-5)
+        assert s.score == pytest.approx(weight * s.trace["cbr"], abs=1e-6)
+        assert s.trace["cbr"] == pytest.approx(max(s.trace["case"], 0.7 * s.trace["content"]), abs=1e-5)
     narrow = ContrastiveRetriever(hash_resources, success_k=1, failure_k=1).rank(Query("cook eggs"), store, 10)
     assert sorted(s.trace["pool"] for s in narrow) == ["failure", "success"]
+
+
+@pytest.mark.parametrize("store_name,n_tasks,success_share,n", [
+    ("json", 6, 0.5, 7), ("vector", 6, 0.5, 7), ("vector", 200, 0.08, 3)])
+def test_best_cases_equals_a_brute_force_scan(store_name, n_tasks, success_share, n, hash_resources):
+    import random
+
+    from memarch.modules.retrievers._cases import best_cases
+
+    rng = random.Random(7)
+    words = "milk fridge eggs stove bread oven door key lamp desk pen cup".split()
+    tasks = [" ".join(rng.sample(words, 3)) + f" {j}" for j in range(n_tasks)]
+    s = REGISTRY.get("store", store_name).cls(hash_resources)
+    s.add([item(" ".join(rng.sample(words, 4)), f"ep{i % 9}",
+                "success" if rng.random() < success_share else "failure",
+                task=rng.choice(tasks + [None, None])) for i in range(80)])
+    emb = hash_resources.embedder
+    q = Query("milk eggs stove lamp", episode_id="ep3")
+    v = emb.embed_one(q.text)
+    skip = HybridRetriever(hash_resources).exclude_fn(q)
+    got = best_cases(s, v, "default", n, content_weight=0.7, embedder=emb, exclude=skip,
+                     where={"outcome": "success"})
+    brute = []
+    for it in s.list():
+        if skip(it) or it.outcome != "success":
+            continue
+        content = float(emb.embed_one(it.text) @ v)
+        case = float(emb.embed_one(it.fields["task"]) @ v) if it.fields.get("task") else content
+        brute.append(max(case, 0.7 * content))
+    assert len(brute) > n
+    assert [round(m.score, 5) for m in got] == [round(x, 5) for x in sorted(brute, reverse=True)[:n]]
+    assert all(m.item.episode_id != "ep3" and m.item.outcome == "success" for m in got)
+
+
+def test_best_cases_finds_a_case_match_far_down_the_task_ranking(hash_resources):
+    from memarch.modules.retrievers._cases import best_cases
+
+    s = JsonStore(hash_resources)
+    # 25 tasks closer to the query than the one success's task, all of them failures.
+    s.add([item(f"failed attempt {j}", f"f{j}", "failure", task=f"alpha beta t{j}") for j in range(25)])
+    s.add([item(f"alpha q{j} w e r t", f"n{j}", "success") for j in range(5)])  # no task: weak content match
+    target = item("zzz qqq", "s1", "success", task="alpha zz")
+    s.add([target])
+    got = best_cases(s, hash_resources.embedder.embed_one("alpha beta"), "default", 1, content_weight=0.7,
+                     embedder=hash_resources.embedder, exclude=lambda it: False, where={"outcome": "success"})
+    assert got[0].item.id == target.id and got[0].case > got[0].content
+
+
+def test_case_side_returns_the_current_item_after_an_update(hash_resources, store):
+    r = CBRRerankRetriever(hash_resources)
+    first = r.rank(Query("cook eggs"), store, 1)[0].item
+    newer = first.copy()
+    newer.text = "eggs: medium heat, stir often"
+    newer.usage.helped_success = 3
+    store.update(newer)  # same id, same task, new object
+    again = r.rank(Query("cook eggs"), store, 1)[0]
+    assert again.item is newer and again.trace["utility"] == pytest.approx(4 / 5)
 
 
 def test_contrastive_falls_back_without_outcomes(hash_resources):
@@ -394,3 +464,27 @@ def test_semantic_match_beats_unrelated_with_minilm(cls, resources):
     got = cls(resources).retrieve(Query("What is Caroline's job?"), s, top_k=len(FILLER) + 2).ids()
     assert got.index(related.id) < got.index(unrelated.id)
     assert got[0] == related.id
+
+
+# -- wired into MemoryProgram ----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["hybrid", "contrastive", "cbr_rerank", "graph", "mmr"])
+def test_every_lm_free_retriever_reads_through_a_memory_program(name, hash_resources):
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.episodes import Episode, Step
+    from memarch.pipeline.program import MemoryProgram
+
+    def episode(i, obj, outcome):
+        return Episode(id=f"ep{i}", task=f"put a clean {obj} in the fridge", outcome=outcome, steps=[
+            Step("s1", f"take {obj} from countertop", f"You pick up the {obj}."),
+            Step("s2", f"clean {obj} with sinkbasin", f"You clean the {obj}."),
+            Step("s3", "open fridge", "You open the fridge."),
+            Step("s4", f"put {obj} in fridge", "Done." if outcome == "success" else "Nothing happens.")])
+
+    program = MemoryProgram(Architecture(("trajectory",), "graph", name, "lightweight"),
+                            resources=hash_resources, top_k=3, budget_tokens=120)
+    for i, (obj, outcome) in enumerate([("apple", "success"), ("tomato", "failure"), ("egg", "success")]):
+        program.write(episode(i, obj, outcome))
+    read = program.read(Query("put a clean egg in the fridge", episode_id="ep2"))
+    assert read.trace["retriever"] == name and 0 < len(read.items) <= 3
+    assert read.trace["tokens_used"] <= 120
+    assert all(s.item.episode_id != "ep2" and s.trace for s in read.items)

@@ -121,6 +121,8 @@ def test_round_trip_keeps_provenance_and_search(make, name, tmp_path):
 
     loaded = type(store).load(tmp_path / "bank", store.resources)
     assert snapshot(loaded) == snapshot(store)
+    generic = Store.load(tmp_path / "bank", store.resources)  # dispatches on the saved store name
+    assert type(generic) is type(store) and snapshot(generic) == snapshot(store)
     assert loaded.get(alice[2].id, "alice").lineage[-1].data == {"delta": 0.7}
     assert loaded.get(alice[1].id, "alice", include_deleted=True).status == "superseded"
     for ns in ("alice", "bob"):
@@ -240,6 +242,11 @@ def test_hybrid_filters_match_brute_force(hash_resources):
         brute = sorted(((float(vecs[int(it.text.split()[1])] @ vecs[0]), it.id) for it in want), reverse=True)[:5]
         got = store.search(vecs[0], 5, where=where)
         assert [it.id for it, _ in got] == [i for _, i in brute]
+    moved = items[4].copy()
+    moved.kind, moved.fields = "shortcut", {"task": "t99"}
+    store.update(moved)
+    assert store.filter({"kind": "shortcut"}) == [moved] and store.filter({"task": "t99"}) == [moved]
+    assert moved.id not in {it.id for it in store.filter({"kind": "tip"})}
     e3 = store.filter({"episode_id": "e3"})
     assert len(e3) == 9 and items[3].id not in {it.id for it in e3}  # the tombstone left the postings
 

@@ -88,7 +88,8 @@ def fetch_official(directory: str | os.PathLike, *, url: str = URL, sha256: str 
 def _turn_text(raw: dict) -> str:
     text = str(raw.get("text", ""))
     if raw.get("blip_caption"):  # shared photos carry answers ("what did she paint?")
-        text += f" [shares a photo of {raw['blip_caption']}]"
+        caption = str(raw["blip_caption"]).strip()
+        text += f" [shares {caption}]" if caption.lower().startswith("a photo") else f" [shares a photo of {caption}]"
     return text
 
 

@@ -78,8 +78,9 @@ class TextWorldBenchmark(TaskBenchmark):
         self.agent_lm = agent_lm
         self.explore = float(explore)
         self._env = None
+        self._task_cache: dict[str, list[AgentTask]] = {}
         self.split_name = "all"
-        self.tasks = self._make_tasks("search")
+        self.tasks = self._make_tasks("search")  # "all" plays the search fold
 
     # -- tasks and splits ------------------------------------------------------------------------
     @property
@@ -89,6 +90,8 @@ class TextWorldBenchmark(TaskBenchmark):
         return self._env
 
     def _make_tasks(self, split: str) -> list[AgentTask]:
+        if split in self._task_cache:
+            return list(self._task_cache[split])
         fold = FOLD[split]
         tasks: list[AgentTask] = []
         for game in self.games:
@@ -102,7 +105,8 @@ class TextWorldBenchmark(TaskBenchmark):
                                        namespace="textworld", metadata={"game": game, "fold": fold, "seed": s}))
         # Interleave games so the collection share covers every game.
         tasks.sort(key=lambda t: hash_seed(self.seed, t.id))
-        return tasks
+        self._task_cache[split] = tasks
+        return list(tasks)
 
     def split(self, name: str) -> "TextWorldBenchmark":
         if name == "all":

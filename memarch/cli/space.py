@@ -9,11 +9,16 @@ HELP = "print the architecture space (sizes, modules, rules, what drops out with
 def add_arguments(p) -> None:
     p.add_argument("--family", default="experience", help="experience (default) or conversation")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--markdown", action="store_true",
+                   help="the module table of both families as Markdown (the README's table)")
 
 
 def run(args) -> int:
     from memarch.pipeline.space import ArchitectureSpace
 
+    if args.markdown:
+        print(module_table())
+        return 0
     d = ArchitectureSpace(args.family).to_dict()
     if args.json:
         print(json.dumps(d, indent=1))
@@ -36,3 +41,18 @@ def run(args) -> int:
     for name, text in d["rules"].items():
         print(f"  {name}: {text}")
     return 0
+
+
+def module_table() -> str:
+    """Markdown table of every registered module, generated from the registry (README source)."""
+    from memarch.pipeline.registry import FAMILIES, REGISTRY, ROLES
+
+    rows = ["| role | module | families | LM | requires | what it does |", "|---|---|---|---|---|---|"]
+    for role in ROLES:
+        for spec in sorted(REGISTRY.specs(role), key=lambda s: (FAMILIES.index(s.families[0]), s.order)):
+            lm = "required" if spec.needs_lm else ("optional" if spec.uses_lm else "no")
+            req = [f"store: {'/'.join(sorted(spec.requires_store))}"] if spec.requires_store else []
+            req += [f"retriever: {'/'.join(sorted(spec.requires_retriever))}"] if spec.requires_retriever else []
+            fams = "both" if set(spec.families) == set(FAMILIES) else ", ".join(spec.families)
+            rows.append(f"| {role} | `{spec.name}` | {fams} | {lm} | {'; '.join(req) or '-'} | {spec.description.replace('|', '&#124;')} |")
+    return "\n".join(rows)

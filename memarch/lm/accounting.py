@@ -53,13 +53,14 @@ class UsageSnapshot:
 
     def to_metrics(self) -> dict[str, float]:
         """Flat numbers for a trial's cost and MLflow: ``lm_calls_task``, ``tokens_in_meta``, ...
-        plus the totals without a suffix (``lm_calls``, ``tokens_in``, ...)."""
+        plus the totals without a suffix (``lm_calls``, ``tokens_in``, ..., ``lm_latency_s``)."""
         out: dict[str, float] = {}
         for role, usage in sorted(self.roles.items()):
             for name, stem in _METRIC.items():
                 out[f"{stem}_{role}"] = round(getattr(usage, name), 6)
         for name, stem in _METRIC.items():
-            out[stem] = round(getattr(self.total, name), 6)
+            # "latency_s" alone would read as the trial's latency (tracking uses that name)
+            out["lm_latency_s" if name == "latency_s" else stem] = round(getattr(self.total, name), 6)
         return out
 
     def to_dict(self) -> dict[str, dict[str, Any]]:

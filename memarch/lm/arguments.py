@@ -34,6 +34,8 @@ def add_lm_arguments(parser: argparse.ArgumentParser, default: str = "none") -> 
     g.add_argument("--lm-threads", type=int, default=None, help="CPU threads of the embedded model")
     g.add_argument("--lm-timeout", type=float, default=DEFAULT_TIMEOUT_S,
                    help=f"seconds per remote LM request (default {DEFAULT_TIMEOUT_S:g})")
+    g.add_argument("--lm-no-schema", action="store_true",
+                   help="do not ask a base-URL server for JSON-schema constrained decoding")
     g.add_argument("--lm-retries", type=int, default=DEFAULT_RETRIES,
                    help=f"retries of a failed remote LM request (default {DEFAULT_RETRIES})")
 
@@ -45,4 +47,5 @@ def roles_from_args(args: argparse.Namespace, check: bool = True) -> LMRoles:
         model=getattr(args, "lm_model", None), cache_dir=getattr(args, "lm_cache_dir", None),
         cache=not getattr(args, "no_lm_cache", False), threads=getattr(args, "lm_threads", None),
         timeout=getattr(args, "lm_timeout", DEFAULT_TIMEOUT_S),
-        num_retries=getattr(args, "lm_retries", DEFAULT_RETRIES), check=check)
+        num_retries=getattr(args, "lm_retries", DEFAULT_RETRIES),
+        json_schema=not getattr(args, "lm_no_schema", False), check=check)

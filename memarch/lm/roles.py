@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ROLES = ("task", "meta", "judge")
+SCHEMA_PROVIDER = "memarch_url"  # an OpenAI-compatible server by base URL, JSON schema declared
 
 _shared_server: LocalServer | None = None
 
@@ -36,7 +37,7 @@ _shared_server: LocalServer | None = None
 def make_lm(spec: "str | LMSpec | None", *, server: LocalServer | None = None, model: str | None = None,
             timeout: float = DEFAULT_TIMEOUT_S, num_retries: int = DEFAULT_RETRIES,
             max_tokens: int | None = None, temperature: float | None = None,
-            cache: bool = True) -> "dspy.LM | None":
+            cache: bool = True, json_schema: bool = True) -> "dspy.LM | None":
     """A ``dspy.LM`` for an ``--lm`` string, or None for ``none``.
 
     Example::
@@ -48,7 +49,8 @@ def make_lm(spec: "str | LMSpec | None", *, server: LocalServer | None = None, m
 
     ``local`` without ``server`` starts a process-wide embedded server that lives until exit;
     prefer :class:`LMRoles` or :func:`local_lm`, which release it. A base URL's API key is read
-    from ``MEMARCH_LM_API_KEY`` (servers such as Ollama accept any).
+    from ``MEMARCH_LM_API_KEY`` (servers such as Ollama accept any); typed calls to it ask for
+    JSON-schema constrained decoding unless ``json_schema=False`` (for a server that rejects it).
     """
     import dspy
 
@@ -64,13 +66,32 @@ def make_lm(spec: "str | LMSpec | None", *, server: LocalServer | None = None, m
                        max_tokens=max(max_tokens or LOCAL_MAX_TOKENS, 256),
                        temperature=0.0 if temperature is None else temperature, num_retries=1)
     kwargs: dict[str, Any] = {"timeout": timeout}
+    name = parsed.model
     if parsed.kind == "url":
         kwargs["api_base"] = parsed.api_base
         kwargs["api_key"] = os.environ.get("MEMARCH_LM_API_KEY", "none")
+        if json_schema:
+            name = f"{_declare_schema_server()}/{name.split('/', 1)[1]}"
     if temperature is not None:
         kwargs["temperature"] = temperature
-    return dspy.LM(parsed.model, cache=cache, num_retries=num_retries,
+    return dspy.LM(name, cache=cache, num_retries=num_retries,
                    max_tokens=max_tokens or DEFAULT_MAX_TOKENS, **kwargs)
+
+
+def _declare_schema_server() -> str:
+    """Declare (once) an OpenAI-compatible provider that takes JSON-schema ``response_format``.
+
+    DSPy knows nothing of a model behind an arbitrary base URL, so it would not ask for a schema;
+    llama.cpp, vLLM, Ollama and LM Studio all honour one (constrained decoding). The LM's own
+    ``api_base`` decides where requests go; the address here is only the declaration's default.
+    """
+    from dspy.lm15 import AccessPolicy, ModelSupport, OpenAIChatCompat, ProviderDefinition, register_provider
+
+    access = AccessPolicy(provider=SCHEMA_PROVIDER, env_keys=("MEMARCH_LM_API_KEY",),
+                          base_url="http://localhost:8000/v1")
+    compat = OpenAIChatCompat(instruction_role="system", max_tokens_field="max_tokens", json_schema="send")
+    register_provider(ProviderDefinition.chat(access, compat=compat), supports=ModelSupport(response_schema=True))
+    return SCHEMA_PROVIDER
 
 
 def _shared_local_server() -> LocalServer:
@@ -118,6 +139,7 @@ class LMRoles:
         cache: cache LM calls on disk.
         threads: CPU threads of the embedded model.
         timeout: seconds per request to a remote endpoint; ``num_retries`` retries after that.
+        json_schema: ask base-URL servers for JSON-schema constrained decoding.
         check: probe each endpoint on entry.
     """
 
@@ -125,7 +147,7 @@ class LMRoles:
                  judge: "str | LMSpec | None" = None, *, model: str | None = None,
                  cache_dir: str | None = None, cache: bool = True, threads: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S, num_retries: int = DEFAULT_RETRIES,
-                 max_tokens: int | None = None, check: bool = False,
+                 max_tokens: int | None = None, json_schema: bool = True, check: bool = False,
                  accounting: Accounting | None = None):
         task_spec = LMSpec.parse(task, model=model)
         self.specs: dict[str, LMSpec] = {
@@ -139,6 +161,7 @@ class LMRoles:
         self.timeout = timeout
         self.num_retries = num_retries
         self.max_tokens = max_tokens
+        self.json_schema = json_schema
         self.check_on_enter = check
         self.accounting = accounting or Accounting()
         self.server: LocalServer | None = None
@@ -168,7 +191,7 @@ class LMRoles:
         try:
             for role, spec in self.specs.items():
                 lm = make_lm(spec, server=self.server, timeout=self.timeout, num_retries=self.num_retries,
-                             max_tokens=self.max_tokens, cache=self.cache)
+                             max_tokens=self.max_tokens, cache=self.cache, json_schema=self.json_schema)
                 self.lms[role] = self.accounting.attach(lm, role) if lm is not None else None
             if self.check_on_enter:
                 self.check()

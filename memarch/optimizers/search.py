@@ -102,7 +102,19 @@ class Search:
             self.tracker.log_round(len(history), self.strategy.artifacts())
 
     # -- one trial ---------------------------------------------------------------------------------
+    def _over_budget(self, trial: optuna.Trial) -> bool:
+        """Workers race between counting and asking; the trials with lower numbers win, so two
+        workers never both take the last slot (and never both give it up)."""
+        ahead = 0
+        for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
+            if t.state == TrialState.COMPLETE or t.number < trial.number:
+                ahead += 1
+        return ahead >= self.budget
+
     def _objective(self, trial: optuna.Trial) -> float:
+        if self._over_budget(trial):
+            trial.set_user_attr("over_budget", True)
+            raise optuna.TrialPruned("the study's budget is already taken by other workers")
         arch = self.space.suggest(trial)
         if not trial.user_attrs.get("role"):
             trial.set_user_attr("role", self.strategy.name)

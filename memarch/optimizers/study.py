@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.storages import RDBStorage, RetryFailedTrialCallback
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
 from memarch.errors import MemarchError
 
@@ -42,12 +42,24 @@ def make_storage(url: str | None = DEFAULT_STORAGE, *, heartbeat_interval: int =
         engine_kwargs = {"pool_pre_ping": True}
     else:
         raise MemarchError(f"unsupported --storage {url!r}: use sqlite:///PATH or postgresql://...")
-    try:
-        return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                          grace_period=grace_period or 2 * heartbeat_interval,
-                          heartbeat_stale_trial_callback=RetryFailedTrialCallback(max_retry=max_retry))
-    except Exception as exc:  # sqlalchemy / driver errors: one line for the user
-        raise MemarchError(f"cannot open study storage {url}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+    import time
+    import warnings
+
+    for attempt in range(5):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # heartbeat and its retry callback are "experimental"
+                return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                                  grace_period=grace_period or 2 * heartbeat_interval,
+                                  heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
+        except Exception as exc:  # sqlalchemy / driver errors: one line for the user
+            # Workers starting together race to create the schema; the loser retries.
+            if attempt < 4 and ("IntegrityError" in type(exc).__name__ or "locked" in str(exc)):
+                time.sleep(0.5 + attempt)
+                continue
+            raise MemarchError(f"cannot open study storage {url}: {type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+    raise MemarchError(f"cannot open study storage {url}")
 
 
 def open_study(name: str, storage: optuna.storages.BaseStorage, sampler: optuna.samplers.BaseSampler, *,
@@ -81,3 +93,41 @@ def fail_stale(study: optuna.Study) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.storages.fail_stale_trials(study)
+        _fail_heartbeatless(study)
+
+
+def _fail_heartbeatless(study: optuna.Study) -> None:
+    """Optuna never fails a RUNNING trial that has no heartbeat row — a worker killed between
+    ``ask`` and its first heartbeat leaves one behind forever. Treat such a trial as stale once it
+    is three grace periods old (a live worker writes its first heartbeat at once)."""
+    import datetime
+
+    from optuna.storages._rdb import models
+    from optuna.trial import TrialState
+
+    backend = getattr(study._storage, "_backend", study._storage)
+    if not isinstance(backend, RDBStorage) or backend.heartbeat_interval is None:
+        return
+    grace = backend.grace_period or 2 * backend.heartbeat_interval
+    now = datetime.datetime.now()
+    old = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+           if t.datetime_start and (now - t.datetime_start).total_seconds() > 3 * grace]
+    if not old:
+        return
+    session = backend.scoped_session()
+    try:
+        beating = {tid for (tid,) in session.query(models.TrialHeartbeatModel.trial_id).filter(
+            models.TrialHeartbeatModel.trial_id.in_([t._trial_id for t in old])).all()}
+    finally:
+        session.close()
+    callback = backend.get_heartbeat_stale_trial_callback()
+    for t in old:
+        if t._trial_id in beating:
+            continue
+        try:
+            if study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL):
+                logger.warning("trial %d never sent a heartbeat (its worker died); failed and retried", t.number)
+                if callback is not None:
+                    callback(study, study._storage.get_trial(t._trial_id))
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass  # another worker got there first

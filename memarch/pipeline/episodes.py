@@ -61,9 +61,12 @@ class Episode:
 
     def content_hash(self) -> str:
         """Hash of everything an encoder may read (the namespace is not content)."""
-        d = self.to_dict()
-        d.pop("namespace", None)
-        return hashlib.sha256(json.dumps(d, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        # Built by hand: dataclasses.asdict deep-copies and dominated warm-cache encoding time.
+        d = {"id": self.id, "task": self.task, "outcome": self.outcome, "time": self.time,
+             "metadata": self.metadata,
+             "steps": [[s.id, s.action, s.observation, s.metadata] for s in self.steps],
+             "turns": [[t.id, t.speaker, t.text, t.date, t.metadata] for t in self.turns]}
+        return hashlib.sha256(json.dumps(d, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
     def text(self) -> str:
         if self.turns:

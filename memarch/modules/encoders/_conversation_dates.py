@@ -222,6 +222,20 @@ def _the_weekend(m: re.Match, anchor: dt.date, tense: Tense | None):
     return this - dt.timedelta(days=7), "weekend"
 
 
+def _day_of_month(m: re.Match, anchor: dt.date, tense: Tense | None):
+    """"on the 15th": this month's 15th, or the previous (next, in the future tense) month's."""
+    day = int(m.group("day"))
+    if not 1 <= day <= 31:
+        return None
+    step = 0
+    if tense == "future" and day < anchor.day:
+        step = 1
+    elif tense != "future" and day > anchor.day:
+        step = -1
+    first = add_months(anchor.replace(day=1), step)
+    return first.replace(day=min(day, calendar.monthrange(first.year, first.month)[1])), "day"
+
+
 def _fixed(days: int) -> Callable:
     return lambda m, anchor, tense: (anchor + dt.timedelta(days=days), "day")
 
@@ -234,6 +248,8 @@ RULES: list[Rule] = [
     (re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b"), _explicit),
     (re.compile(rf"\b(?P<pre>[Ii]n|[Oo]f|[Ll]ast|[Tt]his|[Nn]ext|[Ss]ince|[Uu]ntil|[Bb]y|[Ee]arly|[Ll]ate|[Mm]id-?)\s+{_MONTH}(?!\s+\d)\b"),
      _explicit),
+    (re.compile(r"\b(?:on\s+)?the\s+(?P<day>[0-3]?\d)(?:st|nd|rd|th)\b(?!\s+(?:of|time|anniversary|birthday))", _I),
+     _day_of_month),
     (re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b", _I), _fixed(-2)),
     (re.compile(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", _I), _fixed(2)),
     (re.compile(r"\b(?:yesterday|last\s+night)\b", _I), _fixed(-1)),
@@ -253,10 +269,24 @@ RULES: list[Rule] = [
 ]
 
 
+# Every rule needs one of these words or a digit: most sentences are dismissed by one set lookup.
+_CUES = frozenset(
+    "yesterday today tonight tomorrow morning afternoon evening night ago now last next this coming past "
+    "previous weekend week weeks month months year years day days spring summer fall autumn winter".split()
+) | frozenset(MONTHS) | frozenset(WEEKDAYS)
+_CUE_WORD = re.compile(r"[a-z]+")
+_DIGIT = re.compile(r"\d")
+
+
+def has_time_cue(text: str) -> bool:
+    """Cheap test before the rules run: could ``text`` hold a time expression at all?"""
+    return _DIGIT.search(text) is not None or not _CUES.isdisjoint(_CUE_WORD.findall(text.lower()))
+
+
 def find_time_expressions(text: str, anchor: dt.date | None, tense: Tense | None = None) -> list[ResolvedDate]:
     """Every time expression in ``text`` (non-overlapping, left to right), resolved against
     ``anchor``. Without an anchor nothing can be resolved and the list is empty."""
-    if anchor is None or not text:
+    if anchor is None or not text or not has_time_cue(text):
         return []
     found: list[ResolvedDate] = []
     taken: list[tuple[int, int]] = []

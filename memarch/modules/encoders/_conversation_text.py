@@ -46,6 +46,7 @@ NOT_NAMES = frozenset("""
 I I'm I've I'd I'll Im Ive Hey Hi Hello Wow Oh Yeah Yes No Thanks Thank Omg OK Okay Congrats Haha Lol
 Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July
 August September October November December Mom Dad Mum God Sure Awesome Great Nice Cool Aww Bye
+Keep Stay Let Take Have Good Happy Hope Enjoy See Talk Catch Hang Shares Glad Maybe Plus Btw Anyway
 """.split())
 
 
@@ -90,27 +91,56 @@ def content_words(text: str) -> list[str]:
     return out
 
 
-def names_in(text: str) -> list[str]:
+def names_in(text: str, known: frozenset[str] = frozenset()) -> list[str]:
     """Proper names: runs of capitalised words not at the start of a sentence (where any word is
-    capitalised), minus pronouns, interjections and calendar words."""
+    capitalised), minus pronouns, interjections and calendar words. A sentence-initial word counts
+    when it is in ``known`` (names seen mid-sentence in the session, speakers): "Mary moved"."""
     out: list[str] = []
+    not_names = NOT_NAMES | {"of", "the"}
     for sentence_start, m in _runs_with_position(text):
         tokens = m.group(0).split()
-        if sentence_start:
+        if sentence_start and tokens[0] not in known:
             tokens = tokens[1:]  # the first word is capitalised by grammar, not by being a name
-        while tokens and tokens[0] in NOT_NAMES | {"of", "the"}:
+        while tokens and tokens[0] in not_names:
             tokens = tokens[1:]
-        while tokens and tokens[-1] in NOT_NAMES | {"of", "the"}:
+        while tokens and tokens[-1] in not_names:
             tokens = tokens[:-1]
         if tokens:
             out.append(" ".join(tokens))
     return list(dict.fromkeys(out))
 
 
+_SUBJECT_START = re.compile(r"([A-Z][a-z]+) ([a-z]+)\b")
+_PRONOUNS = frozenset("i you we they he she it me us them that this so the a an to".split())
+
+
+def known_names(sentences: list[Sentence], speakers: list[str]) -> frozenset[str]:
+    """Words a session uses as names: the speakers', those capitalised mid-sentence, and those that
+    start two or more sentences yet never appear in lower case ("Mary moved...", "Mary went...")."""
+    found = {w for sp in speakers for w in sp.split()}
+    lower: set[str] = set()
+    initial: dict[str, int] = {}
+    for s in sentences:
+        for name in names_in(s.text):
+            found.update(name.split())
+        tokens = _WORD.findall(s.text)
+        lower.update(w for w in tokens if w[0].islower())
+        # "Mary moved" looks like a subject; "Glad you...", "Maybe we...", "Plus, I..." do not.
+        m = _SUBJECT_START.match(s.text)
+        if m and m.group(2).lower() not in _PRONOUNS:
+            initial[m.group(1)] = initial.get(m.group(1), 0) + 1
+    for word, n in initial.items():
+        low = word.lower()
+        if (n >= 2 and low not in lower and low not in STOPWORDS and len(word) > 2
+                and not low.endswith(("ing", "ly", "ed", "s"))):
+            found.add(word)
+    return frozenset(found - NOT_NAMES)
+
+
 def _runs_with_position(text: str):
     for m in _CAPITALISED_RUN.finditer(text):
         before = text[:m.start()].rstrip()
-        yield (not before or before[-1] in ".!?\"'(:;-"), m
+        yield (not before or before[-1] in ".!?\"'(:;-["), m
 
 
 def is_first_person(text: str) -> bool:

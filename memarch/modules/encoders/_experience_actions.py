@@ -11,7 +11,7 @@ from memarch.pipeline.episodes import Episode, Step
 SLOT_PREPOSITIONS = {
     "to": "LOCATION", "from": "LOCATION", "in": "LOCATION", "into": "LOCATION", "on": "LOCATION",
     "onto": "LOCATION", "at": "LOCATION", "inside": "LOCATION", "under": "LOCATION",
-    "with": "TOOL", "using": "TOOL", "for": "TARGET", "about": "TOPIC", "of": "OBJECT",
+    "with": "TOOL", "using": "TOOL", "for": "TARGET", "about": "TOPIC",
 }
 DETERMINERS = {"the", "a", "an", "some", "my", "your", "this", "that"}
 # Words that are part of the action vocabulary, not entities ("go north", "look around").
@@ -28,7 +28,7 @@ STOPWORDS = {"the", "a", "an", "of", "to", "in", "on", "and", "or", "for", "with
 _ERROR_PATTERNS = re.compile(
     r"nothing happens|you can'?t|can ?not|cannot|not (?:found|possible|allowed|valid)|invalid|"
     r"unknown (?:command|action)|i don'?t (?:understand|know)|don'?t see|no such|doesn'?t|does not|"
-    r"must first|\bfailed\b|\berror\b|exception|traceback|timed? ?out|"
+    r"is locked|must first|\bfailed\b|\berror\b|exception|traceback|timed? ?out|"
     r"not recogni[sz]ed|unable to|there is no|you don'?t have", re.I)
 _CALL_FORM = re.compile(r"^\s*([\w.\-]+)\s*[\[(](.*)[\])]\s*$", re.S)
 _TOKEN = re.compile(r"\"[^\"]*\"|'[^']*'|\S+")

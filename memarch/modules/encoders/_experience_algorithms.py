@@ -11,10 +11,6 @@ from memarch.modules.encoders._experience_actions import (
 )
 from memarch.pipeline.episodes import Episode, Step
 
-FAILURE_PATTERNS = ("wrong_entity", "wrong_value", "format_error", "incomplete_search",
-                    "precondition_violation", "tool_error", "wrong_action")
-
-
 def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
@@ -124,6 +120,12 @@ def failing_step(episode: Episode) -> int | None:
     return errors[-1] if errors else len(episode.steps) - 1
 
 
+def _off_task(p: ParsedAction, task_words: set[str]) -> bool:
+    """A state-changing action on entities the task does not mention."""
+    return (bool(p.slots) and not is_info(p) and p.verb not in NAVIGATION_VERBS and bool(task_words)
+            and _task_overlap(p, task_words) == 0)
+
+
 def last_divergent_action(episode: Episode, parsed: list[ParsedAction], fail: int | None) -> int | None:
     """Where the agent last went astray: the latest run of actions (at or before the failing
     step) on entities the task does not mention, while the task names entities — its first
@@ -133,9 +135,7 @@ def last_divergent_action(episode: Episode, parsed: list[ParsedAction], fail: in
     words = content_words(episode.task)
 
     def off_task(i: int) -> bool:
-        p = parsed[i]
-        return (bool(p.slots) and not is_info(p) and p.verb not in NAVIGATION_VERBS and bool(words)
-                and _task_overlap(p, words) == 0)
+        return _off_task(parsed[i], words)
 
     last = next((i for i in range(fail, -1, -1) if off_task(i)), None)
     if last is not None:
@@ -171,24 +171,30 @@ def _numeric(v: object) -> float | None:
 def _classify(episode: Episode, parsed: list[ParsedAction], fail: int, div: int) -> str:
     meta = episode.metadata or {}
     answer, gold = meta.get("answer"), meta.get("expected", meta.get("gold"))
-    obs = (episode.steps[fail].observation or "").lower()
     if answer is not None and gold is not None:
         if _norm(str(answer)).strip(" .") == _norm(str(gold)).strip(" ."):
             return "format_error"
         if _numeric(answer) is not None and _numeric(gold) is not None:
             return "wrong_value"
+    # The observation names the cause only when the environment rejected the step (a room
+    # description saying "the cabinet is closed" is not a precondition failure).
+    obs = (episode.steps[fail].observation or "").lower() if is_error(episode.steps[fail]) else ""
     if any(w in obs for w in ("invalid format", "parse", "syntax", "malformed", "unknown command",
                               "don't understand", "not recognised", "not recognized")):
         return "format_error"
     if any(w in obs for w in ("exception", "traceback", "timeout", "timed out", "error")):
         return "tool_error"
-    if any(w in obs for w in ("is closed", "is locked", "need to", "must first", "can't reach")):
+    if any(w in obs for w in ("is closed", "is locked", "need to", "must first", "can't reach", "first")):
         return "precondition_violation"
+    last = parsed[-1]
+    if meta.get("truncated") or meta.get("step_budget_exhausted") or is_info(last) or last.verb in NAVIGATION_VERBS:
+        return "incomplete_search"
+    # The task's own verb applied to an entity the task does not name ("slice potato" for
+    # "slice the carrot"); generic tasks ("put objects away") name no verb the agent uses.
     words = content_words(episode.task)
-    if words and parsed[div].slots and _task_overlap(parsed[div], words) == 0:
+    if any(_off_task(parsed[i], words) and parsed[i].verb in words for i in range(fail + 1)):
         return "wrong_entity"
-    acting = [p for p in parsed if not is_info(p) and p.verb not in NAVIGATION_VERBS]
-    if meta.get("truncated") or meta.get("step_budget_exhausted") or not acting or is_info(parsed[-1]):
+    if not [p for p in parsed if not is_info(p) and p.verb not in NAVIGATION_VERBS]:
         return "incomplete_search"
     if answer is not None and gold is not None:
         return "wrong_value"

@@ -35,8 +35,14 @@ class ExperienceEncoder(Encoder):
 
     Subclasses implement ``encode_free`` / ``encode_lm`` as pure functions of the episode (their
     output is cached per episode). Items whose ``fields["stage"]`` is ``"candidate"`` are not
-    memory: :meth:`encode` hands them to :meth:`mine`, which sees every candidate of the
-    namespace so far and returns the cross-episode items (never cached: they depend on history).
+    memory: :meth:`encode` records them in ``self.miner`` (per namespace) and calls :meth:`mine`,
+    which returns the cross-episode items (never cached: they depend on history).
+
+    Example::
+
+        class StepCount(ExperienceEncoder):
+            def encode_free(self, episode):
+                return [self.make_item(episode, f"{len(episode.steps)} steps", {}, [])]
     """
 
     def __init__(self, resources: Resources | None = None, **config: Any):
@@ -48,9 +54,9 @@ class ExperienceEncoder(Encoder):
                   key: str | None = None, outcome: str | None = None) -> MemoryItem:
         """An item with the source task in ``fields["task"]`` and a deterministic id.
 
-        Mined items carry a stable ``key`` (their abstract shape) while their id follows their
-        text: a later episode that adds support writes a new version, and the manager's
-        key upsert supersedes the older one (with lineage) instead of dropping the update.
+        Mined items carry a stable ``key`` (their abstract shape) and an id of (episode, text):
+        a later episode that adds support writes a new version, which the manager merges into or
+        upserts over the older one by key (with lineage) rather than dropping it as a rewrite.
         """
         fields = {**fields, "task": episode.task}
         return MemoryItem(text=text, kind=self.name, id=make_item_id(self.name, episode.id, text),
@@ -72,7 +78,7 @@ class ExperienceEncoder(Encoder):
                     pred = predictor(**inputs, feedback=feedback)
                 return validate(pred)
             except (AdapterParseError, ValueError) as exc:
-                reason = str(getattr(exc, "message", "") or exc).strip().splitlines()[0][:300]
+                reason = (str(getattr(exc, "message", "") or exc).strip().splitlines() or ["unparseable"])[0][:300]
                 log.info("encoder %s: LM answer rejected (attempt %d): %s", self.name, attempt, reason)
                 feedback = (f"Your previous answer was rejected: {reason}. Answer again with a JSON object "
                             f"whose fields match the output schema exactly.")
@@ -82,8 +88,9 @@ class ExperienceEncoder(Encoder):
         return render_trajectory(episode, observation_chars=int(self.config.get("observation_chars", 300)))
 
     # -- candidates and mining ---------------------------------------------------------------------
-    def mine(self, pool: list[MemoryItem], new: list[MemoryItem], episode: Episode) -> list[MemoryItem]:
-        """Cross-episode items from every candidate of the namespace (``new``: this episode's)."""
+    def mine(self, new: list[MemoryItem], episode: Episode) -> list[MemoryItem]:
+        """Cross-episode items, given this episode's candidates ``new`` (``self.miner`` holds
+        every candidate of the namespace so far)."""
         return []
 
     def encode(self, episode: Episode) -> list[MemoryItem]:
@@ -91,6 +98,6 @@ class ExperienceEncoder(Encoder):
         final = [it for it in items if it.fields.get("stage") != CANDIDATE]
         new = [it for it in items if it.fields.get("stage") == CANDIDATE]
         if new:
-            pool = self.miner.observe(new, episode.namespace)
-            final.extend(self._stamp(it, episode) for it in self.mine(pool, new, episode))
+            self.miner.observe(new, episode.namespace)
+            final.extend(self._stamp(it, episode) for it in self.mine(new, episode))
         return final

@@ -18,7 +18,7 @@ CANDIDATE = "candidate"  # fields["stage"] of a per-episode candidate (never sto
 
 
 # -- shortcuts -------------------------------------------------------------------------------------
-def shortcut_candidates(episode: Episode, *, min_len: int = 2, max_len: int = 6) -> list[dict[str, Any]]:
+def shortcut_candidates(episode: Episode, *, min_len: int = 3, max_len: int = 6) -> list[dict[str, Any]]:
     """Every contiguous window of the compressed action sequence, keyed by its abstract form
     (placeholders numbered within the window, so equal shapes get equal keys)."""
     comp = compress_trajectory(episode)
@@ -54,11 +54,12 @@ def mine_shortcuts(candidates: list[MemoryItem], *, min_support: int = 2) -> lis
     Slots whose value is the same in every occurrence are inlined (they do not vary, so they are
     not parameters); the others become the macro's parameters. Only maximal windows are kept (a
     window inside a longer one with the same supporting episodes adds nothing). The test
-    invocation replays the first occurrence and must reproduce its concrete actions.
+    invocation replays the occurrence of the first supporting episode (by id) and must reproduce
+    its concrete actions.
     """
     groups: dict[str, dict[str, MemoryItem]] = {}
     for c in candidates:
-        if c.outcome == "failure" or c.fields.get("stage") != CANDIDATE:
+        if c.outcome != "success" or c.fields.get("stage") != CANDIDATE:
             continue
         groups.setdefault(c.key or "", {}).setdefault(c.episode_id or c.id, c)
     promoted = {k: occ for k, occ in groups.items() if k and len(occ) >= min_support}
@@ -148,26 +149,30 @@ def contrast_tips(profiles: list[MemoryItem], *, min_support: int = 2, margin: f
 
 # -- per-namespace state ---------------------------------------------------------------------------
 class ExperienceMiner:
-    """Candidates an encoder has seen, per namespace (namespaces never see each other).
+    """Candidates an encoder has seen, per namespace (namespaces never see each other), indexed
+    by key so that mining after an episode only revisits the keys that episode touched.
 
     Example::
 
         miner = ExperienceMiner()
-        pool = miner.observe(candidate_items, "default")  # every candidate seen in the namespace
-        mine_shortcuts(pool)
+        miner.observe(candidate_items, "default")
+        mine_shortcuts(miner.with_keys("default", {c.key for c in candidate_items}))
     """
 
     def __init__(self) -> None:
-        self._seen: dict[str, dict[str, MemoryItem]] = {}
+        self._by_key: dict[str, dict[str, dict[str, MemoryItem]]] = {}
 
-    def observe(self, candidates: list[MemoryItem], namespace: str) -> list[MemoryItem]:
-        pool = self._seen.setdefault(namespace, {})
+    def observe(self, candidates: list[MemoryItem], namespace: str) -> None:
+        index = self._by_key.setdefault(namespace, {})
         for c in candidates:
-            pool[c.id] = c
-        return list(pool.values())
+            index.setdefault(c.key or c.id, {})[c.id] = c
+
+    def with_keys(self, namespace: str, keys: set[str]) -> list[MemoryItem]:
+        index = self._by_key.get(namespace, {})
+        return [c for k in sorted(keys) for c in index.get(k, {}).values()]
 
     def seen(self, namespace: str) -> list[MemoryItem]:
-        return list(self._seen.get(namespace, {}).values())
+        return [c for group in self._by_key.get(namespace, {}).values() for c in group.values()]
 
 
 __all__ = ["CANDIDATE", "ExperienceMiner", "action_profile", "contrast_tips", "mine_shortcuts",

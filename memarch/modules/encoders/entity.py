@@ -8,8 +8,8 @@ import dspy
 
 from memarch.modules.encoders._conversation_dates import format_date
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
-from memarch.modules.encoders._conversation_text import (Sentence, content_words, is_first_person, names_in,
-                                                         session_anchor, session_sentences)
+from memarch.modules.encoders._conversation_text import (Sentence, content_words, is_first_person, known_names,
+                                                         names_in, session_anchor, session_sentences)
 from memarch.modules.encoders.base import Encoder
 from memarch.modules.signatures.conversation import ProfileEntities
 from memarch.pipeline.episodes import Episode
@@ -24,9 +24,10 @@ def entity_notes(sentences: list[Sentence], speakers: list[str], *, min_content:
     speaker for a first-person sentence. Short sentences (greetings, vocatives) carry no note; an
     entity keeps its ``max_notes`` most informative sentences, in dialogue order."""
     aliases = _speaker_aliases(speakers)
+    known = known_names(sentences, speakers)
     groups: dict[str, list[tuple[int, Sentence]]] = {}
     for sentence in sentences:
-        names = [aliases.get(n.lower(), n) for n in names_in(sentence.text)]
+        names = [aliases.get(n.lower(), n) for n in names_in(sentence.text, known)]
         # Addressing someone ("Wow, Caroline!") says nothing about them: speaker names don't count.
         informative = len([w for w in content_words(sentence.text) if w not in aliases])
         if informative < min_content:
@@ -60,12 +61,15 @@ def entity_key(name: str) -> str:
 @register("encoder", "entity", families="conversation", uses_lm=True, rank=4,
           description="per-entity profile notes, one item per (entity, session)")
 class EntityEncoder(Encoder):
-    """What a session says about each named entity, keyed ``"entity|<name>"``.
+    """What a session says about each named entity. ``fields["entity_key"]`` (``"entity|<name>"``)
+    groups an entity's notes across sessions; the item ``key`` also carries the session, because a
+    profile note adds to earlier ones rather than contradicting them (a key-upserting manager must
+    not supersede Monday's notes with Friday's).
 
     Example::
 
         items = EntityEncoder(resources, max_notes=6).encode(session)
-        [it.key for it in items]  # ["entity|caroline", "entity|melanie", "entity|sweden", ...]
+        [it.fields["entity_key"] for it in items]  # ["entity|caroline", "entity|melanie", ...]
 
     Args:
         max_notes: most sentences (LM-free) or notes (LM) kept per entity (default 6).
@@ -77,6 +81,9 @@ class EntityEncoder(Encoder):
         super().__init__(resources, max_notes=max_notes, min_content=min_content, **config)
         self.max_notes, self.min_content = max_notes, min_content
         self.profile = dspy.Predict(ProfileEntities)
+
+    def applies_to(self, episode: Episode) -> bool:
+        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
 
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         speakers = list(dict.fromkeys(t.speaker for t in episode.turns))
@@ -110,9 +117,10 @@ class EntityEncoder(Encoder):
         day = session_anchor(episode)
         when = f", {format_date(day)}" if day else ""
         text = f"About {name}{when}: " + " | ".join(notes)
-        key = entity_key(name)
+        key = f"{entity_key(name)}|{episode.id}"
         return MemoryItem(
             text=text, kind=self.name, id=make_item_id(self.name, episode.id, text, key),
-            fields={"name": name, "entity_kind": kind, "notes": notes, "method": method},
+            fields={"name": name, "entity_kind": kind, "notes": notes, "method": method,
+                    "entity_key": entity_key(name)},
             episode_id=episode.id, source_ids=list(dict.fromkeys(turn_ids)), key=key,
             event_time=day.isoformat() if day else None)

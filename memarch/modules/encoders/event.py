@@ -19,13 +19,23 @@ from memarch.pipeline.items import MemoryItem, make_item_id
 from memarch.pipeline.registry import register
 from memarch.pipeline.resources import Resources
 
-EVENT_NOUNS = re.compile(
-    r"\b(?:wedding|birthday|party|concert|trip|vacation|holiday|festival|conference|graduation|interview|"
-    r"meeting|race|marathon|match|parade|workshop|class|camp(?:ing)?|show|exhibition|exhibit|funeral|"
-    r"ceremony|hike|hiking|date|performance|competition|tournament|reunion|picnic|retreat|appointment|"
-    r"surgery|accident|event|support group|game|gig|fair|rally|march|protest|recital|audition|"
-    r"road ?trip|adoption|move|promotion|launch|fundraiser|charity|volunteer(?:ing|ed)?|lesson|session|"
-    r"tour|visit|cruise|flight|celebration|anniversary|baby shower|shower|exam|test)s?\b", re.IGNORECASE)
+# Nouns that name an event: a set lookup per word (plurals included) rather than a big regex.
+_EVENT_WORDS = frozenset(
+    "wedding birthday party concert trip roadtrip vacation holiday festival conference graduation interview "
+    "meeting race marathon match parade workshop class camp camping show exhibition exhibit funeral ceremony "
+    "hike hiking date performance competition tournament reunion picnic retreat appointment surgery accident "
+    "event game gig fair rally march protest recital audition adoption move promotion launch fundraiser "
+    "charity volunteer volunteering volunteered lesson session tour visit cruise flight celebration "
+    "anniversary shower exam test".split())
+_WORD = re.compile(r"[a-z]+")
+
+
+def names_an_event(text: str) -> bool:
+    lowered = text.lower()
+    for word in _WORD.findall(lowered):
+        if word in _EVENT_WORDS or (word.endswith("s") and word[:-1] in _EVENT_WORDS):
+            return True
+    return "support group" in lowered or "road trip" in lowered
 
 
 def detect_event(sentence: Sentence, anchor: dt.date | None) -> tuple[ResolvedDate | None, str | None] | None:
@@ -38,7 +48,7 @@ def detect_event(sentence: Sentence, anchor: dt.date | None) -> tuple[ResolvedDa
         return None
     tense = tense_of(text)
     when = resolve_time_expression(text, anchor, tense)
-    noun = EVENT_NOUNS.search(text) is not None
+    noun = names_an_event(text)
     if (when is not None and (tense is not None or noun)) or (noun and tense is not None):
         return when, tense
     return None
@@ -59,6 +69,9 @@ class EventEncoder(Encoder):
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__(resources, **config)
         self.extract = dspy.Predict(ExtractEvents)
+
+    def applies_to(self, episode: Episode) -> bool:
+        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
 
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         session = session_anchor(episode)

@@ -5,6 +5,7 @@ LM-free path: first-person statement patterns ("I work as ...", "I moved to ..."
 is ...", "I have two kids", "I love ...") normalised to (speaker, attribute, value)."""
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from memarch.pipeline.resources import Resources
 _VALUE = r"(?P<v>[^.,;:!?()]+)"
 _CLAUSE_STOP = re.compile(r"\s+(?:and|but|because|so|since|when|which|who|that|with|as|if|though|"
                           r"while|or|after|before|until|now|too|lately|recently|right now|these days|"
-                          r"yesterday|today|last|next|this|for the|in the past|to(?! be\b))\b.*$|\s+-.*$",
+                          r"yesterday|today|last|next|this|for the|in the past|in order to)\b.*$|\s+-.*$",
                           re.IGNORECASE)
 _TRAILING = re.compile(r"(?:\s+(?:of|the|a|an|to|at|in|on|for|my|your|it|its|it's|and|really|so|too))+$",
                        re.IGNORECASE)
@@ -169,6 +170,9 @@ class FactEncoder(Encoder):
         super().__init__(resources, **config)
         self.extract = dspy.Predict(ExtractFacts)
 
+    def applies_to(self, episode: Episode) -> bool:
+        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
+
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         session = session_anchor(episode)
         days = {t.id: turn_anchor(t, session) for t in episode.turns}
@@ -202,7 +206,7 @@ class FactEncoder(Encoder):
         return list(items.values())
 
     def _item(self, episode: Episode, subject: str, attribute: str, value: str, text: str,
-              turn_ids: list[str], day, method: str) -> MemoryItem:
+              turn_ids: list[str], day: dt.date | None, method: str) -> MemoryItem:
         if day:
             text = f"{text} (stated {format_date(day)})"
         key = fact_key(subject, attribute)

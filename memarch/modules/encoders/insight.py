@@ -60,6 +60,8 @@ class InsightEncoder(ExperienceEncoder):
             ins = pred.insight
             if not ins.root_cause.strip() or not ins.corrective_strategy.strip():
                 raise ValueError("root_cause and corrective_strategy must be non-empty")
+            if ins.failing_step_id.strip().strip("[]") not in ids:
+                raise ValueError(f"failing_step_id {ins.failing_step_id!r} is not a step id ({', '.join(ids[:8])})")
             return ins
 
         ins = self.predict(self.diagnose, validate, task=episode.task, trajectory=self.trajectory_text(episode))
@@ -67,5 +69,4 @@ class InsightEncoder(ExperienceEncoder):
                   "corrective_strategy": ins.corrective_strategy, "detection_signal": ins.detection_signal}
         text = insight_text(episode.task, ins.failure_pattern, ins.root_cause, ins.corrective_strategy,
                             ins.detection_signal)
-        source = [ins.failing_step_id] if ins.failing_step_id in ids else ids[-1:]
-        return [self.make_item(episode, text, fields, source, outcome="failure")]
+        return [self.make_item(episode, text, fields, [ins.failing_step_id.strip().strip("[]")], outcome="failure")]

@@ -42,7 +42,8 @@ class ShortcutEncoder(ExperienceEncoder):
     candidate keyed by its abstract form (``go to <LOCATION> ; open <LOCATION> ; take <OBJECT>
     from <LOCATION>``). Across episodes (:meth:`mine`): a window found in ``min_support``
     distinct successful episodes of the namespace becomes a macro; slots that differ between
-    occurrences are its parameters, constant ones are inlined. Failed episodes yield nothing.
+    occurrences are its parameters, constant ones are inlined. Failed episodes yield nothing;
+    episodes of unknown outcome give LM macros but never count as support.
 
     Example::
 
@@ -53,7 +54,7 @@ class ShortcutEncoder(ExperienceEncoder):
 
     Config:
         min_support: successful episodes a window must recur in (default 2).
-        min_len / max_len: window lengths in steps (default 2 / 6).
+        min_len / max_len: window lengths in steps (default 3 / 6).
     """
 
     def __init__(self, resources=None, **config):
@@ -64,7 +65,7 @@ class ShortcutEncoder(ExperienceEncoder):
         return episode.outcome != "failure"
 
     def _candidates(self, episode: Episode) -> list[MemoryItem]:
-        cands = shortcut_candidates(episode, min_len=int(self.config.get("min_len", 2)),
+        cands = shortcut_candidates(episode, min_len=int(self.config.get("min_len", 3)),
                                     max_len=int(self.config.get("max_len", 6)))
         return [self.candidate(episode, c["key"], {k: v for k, v in c.items() if k not in ("key", "source_ids")},
                                c["source_ids"]) for c in cands]
@@ -100,12 +101,13 @@ class ShortcutEncoder(ExperienceEncoder):
                                [s.id for s in episode.steps])
         return [macro] + self._candidates(episode)
 
-    def mine(self, pool: list[MemoryItem], new: list[MemoryItem], episode: Episode) -> list[MemoryItem]:
-        touched = {c.key for c in new}
+    def mine(self, new: list[MemoryItem], episode: Episode) -> list[MemoryItem]:
+        # Only windows this episode touched can change; a longer window that contains one of
+        # them with the same support was touched too, so maximality is decided among these.
+        touched = {c.key for c in new if c.key}
+        pool = self.miner.with_keys(episode.namespace, touched)
         out = []
         for m in mine_shortcuts(pool, min_support=int(self.config.get("min_support", 2))):
-            if m["key"] not in touched:
-                continue  # unchanged by this episode: already written when it was mined
             fields = {k: v for k, v in m.items() if k != "key"}
             # provenance: this episode's steps; the other episodes' steps are in "occurrences"
             out.append(self.make_item(episode, shortcut_text(m["name"], m["parameters"], m["steps"]), fields,

@@ -77,6 +77,9 @@ class SummaryEncoder(Encoder):
         self.max_words = max_words
         self.summarize = dspy.Predict(SummarizeSession)
 
+    def applies_to(self, episode: Episode) -> bool:
+        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
+
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         picked = central_sentences(session_sentences(episode), self.max_words)
         if not picked:

@@ -87,7 +87,8 @@ class TipEncoder(ExperienceEncoder):
             out.append(self.make_item(episode, tip_text(f), f, [s.id for s in episode.steps]))
         return out + self._profile(episode)
 
-    def mine(self, pool: list[MemoryItem], new: list[MemoryItem], episode: Episode) -> list[MemoryItem]:
+    def mine(self, new: list[MemoryItem], episode: Episode) -> list[MemoryItem]:
+        pool = self.miner.seen(episode.namespace)  # one action profile per episode
         out = []
         for focus in new:
             for c in contrast_tips(pool, min_support=int(self.config.get("min_support", 2)),

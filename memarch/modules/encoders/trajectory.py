@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dspy
 
-from memarch.modules.encoders._experience_actions import abstract_actions, abstract_text, parse_episode
+from memarch.modules.encoders._experience_actions import (
+    abstract_actions, abstract_text, content_words, parse_episode,
+)
 from memarch.modules.encoders._experience_algorithms import compress_trajectory
 from memarch.modules.encoders._experience_encoder import ExperienceEncoder
 from memarch.modules.signatures.experience import CompressTrajectory
@@ -71,10 +73,18 @@ class TrajectoryEncoder(ExperienceEncoder):
             return []
         ids = {s.id for s in episode.steps}
 
+        actions = [content_words(s.action) for s in episode.steps]
+
+        def grounded(text: str) -> bool:  # names an action of this episode (not just a step id)
+            words = content_words(text.split("->")[0])
+            return bool(words) and any(len(words & a) * 2 >= len(a) for a in actions if a)
+
         def validate(pred: dspy.Prediction):
             c = pred.compressed
             if not c.steps or not c.key_decision.strip():
                 raise ValueError("steps and key_decision must be non-empty")
+            if not grounded(c.key_decision) or not any(grounded(s) for s in c.steps):
+                raise ValueError("key_decision and steps must quote the episode's actions, not step ids")
             return c
 
         c = self.predict(self.compress, validate, task=episode.task, outcome=episode.outcome,

@@ -2,6 +2,7 @@
 optional overlapping n-turn chunks (the best LM-free unit on LoCoMo, see ANCHORS section 6)."""
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import dspy
@@ -42,6 +43,9 @@ class TurnEncoder(Encoder):
         self.stride = stride or max(1, window // 2)
         self.rewrite = dspy.Predict(RewriteTurns)
 
+    def applies_to(self, episode: Episode) -> bool:
+        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
+
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         return self._items(episode, rewrites={})
 
@@ -75,7 +79,7 @@ class TurnEncoder(Encoder):
             items.extend(self._chunks(episode, lines, session))
         return items
 
-    def _chunks(self, episode: Episode, lines: list[str], session) -> list[MemoryItem]:
+    def _chunks(self, episode: Episode, lines: list[str], session: dt.date | None) -> list[MemoryItem]:
         turns = episode.turns
         if len(turns) <= 1:
             return []

@@ -27,10 +27,19 @@ def similar_pairs(vecs: np.ndarray, threshold: float) -> list[tuple[int, int, fl
     return out
 
 
+def _compatible(a: MemoryItem, b: MemoryItem, cross_type: bool) -> bool:
+    return (cross_type or a.kind == b.kind) and keys_compatible(a, b) and not opposite_outcomes(a, b)
+
+
 def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
-             cross_type: bool = False) -> list[list[int]]:
-    """Connected groups (union-find) of mutually compatible items above ``threshold``: same kind
-    unless ``cross_type``, no two different keys, no opposite outcomes. Groups of 2+, largest first."""
+             cross_type: bool = False, max_size: int | None = None) -> list[list[int]]:
+    """Groups of similar, mutually compatible items (same kind unless ``cross_type``, one key at
+    most, no opposite outcomes), largest first, each of 2+ items.
+
+    Linked components (union-find over pairs above ``threshold``) would chain A~B~C into one
+    group with A and C unrelated; so each component is cut down to a star: its medoid and the
+    members within ``threshold`` of it (the ``max_size`` nearest). The rest wait for a later pass.
+    """
     parent = list(range(len(items)))
 
     def find(i: int) -> int:
@@ -40,14 +49,32 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
         return i
 
     for i, j, _ in similar_pairs(vecs, threshold):
-        a, b = items[i], items[j]
-        if (not cross_type and a.kind != b.kind) or not keys_compatible(a, b) or opposite_outcomes(a, b):
-            continue
-        parent[find(i)] = find(j)
-    groups: dict[int, list[int]] = {}
+        if _compatible(items[i], items[j], cross_type):
+            parent[find(i)] = find(j)
+    components: dict[int, list[int]] = {}
     for i in range(len(items)):
-        groups.setdefault(find(i), []).append(i)
-    return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: (-len(g), g[0]))
+        components.setdefault(find(i), []).append(i)
+    out = []
+    for comp in components.values():
+        if len(comp) < 2:
+            continue
+        sims = vecs[comp] @ vecs[comp].T
+        c = int(np.argmax(sims.sum(axis=1)))
+        center = items[comp[c]]
+        order = sorted(range(len(comp)), key=lambda k: (-sims[c, k], comp[k]))
+        star, key = [], center.key
+        for k in order:
+            it = items[comp[k]]
+            if k != c and (sims[c, k] < threshold or not _compatible(center, it, cross_type)):
+                continue
+            if it.key is not None and key is not None and it.key != key:
+                continue
+            key = key or it.key
+            star.append(comp[k])
+        star = star[:max_size] if max_size else star
+        if len(star) > 1:
+            out.append(sorted(star))
+    return sorted(out, key=lambda g: (-len(g), g[0]))
 
 
 def merge_cluster(manager: Any, members: list[MemoryItem], store: Any,

@@ -22,10 +22,13 @@ from memarch.pipeline.retrieval import Retrieval
 
 log = logging.getLogger(__name__)
 
-# The size cap protects agent memories from bloat; a conversation's facts are the memory itself,
-# so there is no default cap (or utility floor) for that family.
-DEFAULT_MAX_ITEMS = {"experience": 300, "conversation": None}
-DEFAULT_MIN_UTILITY = {"experience": 0.1, "conversation": None}
+# AutoMem's floor was tuned for agent tasks. A conversation's turns and facts are the memory
+# itself and chit-chat embeds close together, so for that family the defaults only collapse
+# near-verbatim repeats and never cap, audit away, or generalise.
+CONVERSATION_DEFAULTS: dict[str, Any] = {
+    "dedup_threshold": 0.98, "merge_threshold": 0.98, "max_items": None, "min_utility": None,
+    "generalise": False,
+}
 
 
 class FloorManager(Manager):
@@ -34,11 +37,14 @@ class FloorManager(Manager):
     Config keys (all optional): ``dedup_threshold`` (cosine for a near-duplicate merge),
     ``conflict_threshold`` (cosine for a conflict between opposite outcomes, 0.85),
     ``cross_type`` (dedup across kinds), ``boost`` / ``penalty`` (strength change per success /
-    failure), ``decay`` (strength kept per episode without use, 1.0 = none), ``max_items`` (size
-    cap, default by family: experience 300, conversation none), ``min_utility`` (audit floor,
-    default by family: experience 0.1, conversation none), ``curate_failures`` (failures with no
-    success that make an item misleading), ``family`` (override the family inferred from the data),
-    ``period`` (episodes between periodic passes, 10).
+    failure, 0.25), ``decay`` (strength kept per episode without use, 1.0 = none), ``max_items``
+    (size cap, 300), ``min_utility`` (audit floor, 0.1), ``curate_failures`` (failures with no
+    success that make an item misleading, 3), ``family`` (override the family inferred from the
+    episodes / item kinds), ``period`` (episodes between periodic passes, 10).
+
+    Family-aware defaults: for ``conversation`` memory (see `CONVERSATION_DEFAULTS`) dedup and
+    merge need cosine 0.98, and there is no size cap, utility floor or generalisation, unless the
+    config sets them explicitly.
     """
 
     dedup_threshold: float = 0.95
@@ -48,11 +54,15 @@ class FloorManager(Manager):
     penalty: float = 0.25
     decay: float = 1.0
     curate_failures: int = 3
+    max_items: int | None = 300
+    min_utility: float | None = 0.1
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__(resources, **config)
         cls = type(self)
         self.dedup_threshold = float(config.get("dedup_threshold", cls.dedup_threshold))
+        self.max_items = config.get("max_items", cls.max_items)
+        self.min_utility = config.get("min_utility", cls.min_utility)
         self.conflict_threshold = float(config.get("conflict_threshold", cls.conflict_threshold))
         self.cross_type = bool(config.get("cross_type", cls.cross_type))
         self.boost = float(config.get("boost", cls.boost))
@@ -75,17 +85,21 @@ class FloorManager(Manager):
         """Lineage time stamp: the data's own time when there is one, else the logical clock."""
         return time or f"episode:{self.tick(store, namespace)}"
 
-    def family(self, store: Store, namespace: str) -> str:
+    def family(self, store: Store, namespace: str, items: list[MemoryItem] | None = None) -> str:
+        """``family`` config, else the family of the last episode, else of the items' encoders."""
         if self._family:
             return self._family
-        kinds = Counter(REGISTRY.family_of_encoder(it.kind) for it in store.list(namespace))
+        kinds = Counter(REGISTRY.family_of_encoder(it.kind) for it in (items or store.list(namespace)))
         kinds.pop(None, None)
         return kinds.most_common(1)[0][0] if kinds else "experience"
 
-    def _family_default(self, key: str, defaults: dict, store: Store, namespace: str):
-        if key in self.config:
-            return self.config[key]
-        return defaults[self.family(store, namespace)]
+    def setting(self, name: str, store: Store, namespace: str, items: list[MemoryItem] | None = None) -> Any:
+        """A family-aware setting: explicit config first, then the family's default, then the preset's."""
+        if name in self.config:
+            return self.config[name]
+        if self.family(store, namespace, items) == "conversation" and name in CONVERSATION_DEFAULTS:
+            return CONVERSATION_DEFAULTS[name]
+        return getattr(self, name)
 
     def utility(self, item: MemoryItem, now: int) -> float:
         """Strength (moved by feedback) decayed by the episodes since the item was last touched."""
@@ -105,6 +119,7 @@ class FloorManager(Manager):
 
     def _insert_batch(self, batch: list[MemoryItem], store: Store, ns: str) -> list[MemoryItem]:
         tick = self.tick(store, ns)
+        dedup = float(self.setting("dedup_threshold", store, ns, batch))
         vecs = self.resources.embedder.embed([it.text for it in batch])
         pending: list[MemoryItem] = []
         pending_vecs: list[np.ndarray] = []
@@ -122,7 +137,7 @@ class FloorManager(Manager):
             if item.key is not None and not self._upsert(item, store, ns, pending):
                 rejected.append(item)
                 continue
-            if not self._near(item, vec, store, ns, pending, pending_vecs):
+            if not self._near(item, vec, store, ns, pending, pending_vecs, dedup):
                 rejected.append(item)
                 continue
             item.log("admitted", self.actor, at=self.at(store, ns, item.event_time), tick=tick)
@@ -188,9 +203,9 @@ class FloorManager(Manager):
         return True
 
     def _near(self, item: MemoryItem, vec: np.ndarray, store: Store, ns: str,
-              pending: list[MemoryItem], pending_vecs: list[np.ndarray]) -> bool:
+              pending: list[MemoryItem], pending_vecs: list[np.ndarray], dedup: float) -> bool:
         """Near-duplicate merge and opposite-outcome conflicts; False if ``item`` is not kept."""
-        threshold = min(self.dedup_threshold, self.conflict_threshold)
+        threshold = min(dedup, self.conflict_threshold)
         cands = store.search(vec, 8, ns, exclude=lambda it: not it.active)
         if pending:
             sims = np.stack(pending_vecs) @ vec
@@ -202,7 +217,7 @@ class FloorManager(Manager):
                 if sim >= self.conflict_threshold and not self.resolve_conflict(item, other, store, sim):
                     return False
                 continue
-            if sim >= self.dedup_threshold and (self.cross_type or other.kind == item.kind):
+            if sim >= dedup and (self.cross_type or other.kind == item.kind):
                 self._collapse(item, other, store, f"cosine {sim:.2f}", sim)
                 return False
         return True
@@ -220,7 +235,8 @@ class FloorManager(Manager):
     # -- after each task -------------------------------------------------------------------------
     def after_episode(self, episode: Episode, store: Store) -> None:
         ns = episode.namespace
-        self._family = self.config.get("family") or episode.family
+        if episode.turns or episode.steps:  # an empty episode says nothing about its family
+            self._family = self.config.get("family") or episode.family
         self.tick(store, ns)
         self._ticks[ns] += 1
 
@@ -264,8 +280,8 @@ class FloorManager(Manager):
     def audit(self, store: Store, namespace: str) -> None:
         """Utility audit and size-capped prune, both as tombstones "pruned: low utility"."""
         now = self.tick(store, namespace)
-        min_u = self._family_default("min_utility", DEFAULT_MIN_UTILITY, store, namespace)
-        cap = self._family_default("max_items", DEFAULT_MAX_ITEMS, store, namespace)
+        min_u = self.setting("min_utility", store, namespace)
+        cap = self.setting("max_items", store, namespace)
         scored = [(self.utility(it, now), it) for it in store.list(namespace)]
         if min_u is not None:
             for u, it in scored:

@@ -75,23 +75,34 @@ def common_pattern(a: list[str], b: list[str]) -> list[tuple[int, int]]:
     return pairs
 
 
-def workflow_from(trajectories: list[MemoryItem], *, min_steps: int = 2) -> dict[str, Any] | None:
-    """The shared procedure of two or more successful trajectories, or None if too short.
+def shapes_of(actions: list[str]) -> list[str]:
+    return [parse_action(x).generic() for x in actions]
 
-    The first trajectory fixes the placeholder names; the others must share every kept shape."""
-    acts = [trajectory_actions(t) for t in trajectories]
-    keep = list(range(len(acts[0])))
-    for other in acts[1:]:
-        pairs = dict(common_pattern([acts[0][i] for i in keep], other))
-        keep = [keep[i] for i in sorted(pairs)]
-    if len(keep) < min_steps:
+
+def contains(shapes: list[str], pattern: list[str]) -> bool:
+    """Is ``pattern`` a subsequence of ``shapes``?"""
+    it = iter(shapes)
+    return all(p in it for p in pattern)
+
+
+def workflow_from(a: MemoryItem, b: MemoryItem, *, min_steps: int = 2,
+                  min_coverage: float = 0.6) -> dict[str, Any] | None:
+    """The procedure two successful trajectories share, or None.
+
+    Shared = the longest common subsequence of their action shapes; it must have ``min_steps``
+    steps and cover ``min_coverage`` of each trajectory, so two tasks that merely both "go to" and
+    "open" something do not make a workflow. ``b`` fixes the placeholder names."""
+    acts_a, acts_b = trajectory_actions(a), trajectory_actions(b)
+    pairs = common_pattern(acts_b, acts_a)
+    if len(pairs) < min_steps or len(pairs) < min_coverage * max(len(acts_a), len(acts_b)):
         return None
-    steps, binding = abstract_actions([parse_action(acts[0][i]) for i in keep])
-    shapes = [parse_action(acts[0][i]).generic() for i in keep]
+    keep = [i for i, _ in pairs]
+    steps, binding = abstract_actions([parse_action(acts_b[i]) for i in keep])
+    shapes = [parse_action(acts_b[i]).generic() for i in keep]
     key = "workflow:" + hashlib.sha1(" ; ".join(shapes).encode("utf-8")).hexdigest()[:16]
-    task = next((t.fields.get("task") for t in trajectories if t.fields.get("task")), "")
+    task = b.fields.get("task") or a.fields.get("task") or ""
     return {"key": key, "steps": steps, "shapes": shapes, "example_binding": binding, "task": task,
-            "support": sorted({t.episode_id or t.id for t in trajectories})}
+            "support": sorted({t.episode_id or t.id for t in (a, b)})}
 
 
 def workflow_text(wf: dict[str, Any]) -> str:
@@ -188,47 +199,46 @@ def support(item: MemoryItem, related: list[MemoryItem]) -> set[str]:
 
 
 def promote_workflows(manager: Any, episode_id: str, store: Any, namespace: str, *,
-                      min_steps: int = 2) -> list[MemoryItem]:
-    """Pair the successful trajectories of ``episode_id`` with those of earlier successful episodes;
-    a shared pattern becomes a workflow item (or reinforces the workflow that already has it)."""
+                      min_steps: int = 2, min_coverage: float = 0.6) -> list[MemoryItem]:
+    """Each successful trajectory of ``episode_id`` is paired with the earlier successful trajectory
+    it shares the longest procedure with; that procedure becomes a workflow item supported by every
+    successful episode whose trajectory contains it (or reinforces the workflow that has it)."""
     pool = [it for it in store.list(namespace, include_deleted=True, where={"kind": "trajectory"})
             if it.outcome == "success" and it.status != "deleted"]
-    fresh = [t for t in pool if t.episode_id == episode_id]
-    others = {}
-    for t in pool:
-        if t.episode_id != episode_id:
-            others.setdefault(t.episode_id or t.id, t)
+    shapes = {t.id: shapes_of(trajectory_actions(t)) for t in pool}
     made: list[MemoryItem] = []
-    for new in fresh:
-        for old in others.values():
-            wf = workflow_from([old, new], min_steps=min_steps)
-            if wf is None:
-                continue
-            at = manager.at(store, namespace, new.event_time)
-            # The same procedure may already be stored: promoted before, or written by the workflow encoder.
-            existing = [w for w in store.list(namespace, where={"kind": "workflow"})
-                        if w.key == wf["key"] or w.fields.get("steps") == wf["steps"]]
-            sources = [old.id, new.id]
-            if existing:
-                w = existing[0]
-                if new.id not in w.source_ids:
-                    w.source_ids = list(dict.fromkeys(w.source_ids + sources))
-                    w.fields["support"] = sorted(set(w.fields.get("support", [])) | set(wf["support"]))
-                    w.usage.strength += manager.boost
-                    w.log("reinforced", manager.actor, "trajectory pattern seen again in a successful task",
-                          [new.id], at, support=len(w.fields["support"]))
-                    store.update(w)
-                continue
-            item = MemoryItem(text=workflow_text(wf), kind="workflow", fields={**wf, "promoted": True},
-                              source_ids=sources, outcome="success", event_time=new.event_time,
-                              namespace=namespace, key=wf["key"])
-            item.log("promoted", manager.actor,
-                     f"trajectory pattern shared by {len(wf['support'])} successful episodes", sources, at)
-            for src in (old, new):
-                src.log("promoted_into", manager.actor, "its pattern became a workflow", [item.id], at)
-                store.update(src)
-            store.add([item])
-            made.append(item)
+    for new in [t for t in pool if t.episode_id == episode_id]:
+        found = [(old, wf) for old in pool if old.episode_id != episode_id
+                 for wf in [workflow_from(old, new, min_steps=min_steps, min_coverage=min_coverage)] if wf]
+        if not found:
+            continue
+        old, wf = max(found, key=lambda p: (len(p[1]["steps"]), p[0].id))
+        backers = [t for t in pool if contains(shapes[t.id], wf["shapes"])]
+        wf["support"] = sorted({t.episode_id or t.id for t in backers})
+        sources = sorted({t.id for t in backers})
+        at = manager.at(store, namespace, new.event_time)
+        # The same procedure may already be stored: promoted before, or written by the workflow encoder.
+        existing = [w for w in store.list(namespace, where={"kind": "workflow"})
+                    if w.key == wf["key"] or w.fields.get("steps") == wf["steps"]]
+        if existing:
+            w = existing[0]
+            w.source_ids = list(dict.fromkeys(w.source_ids + sources))
+            w.fields["support"] = sorted(set(w.fields.get("support", [])) | set(wf["support"]))
+            w.usage.strength += manager.boost
+            w.log("reinforced", manager.actor, "trajectory pattern seen again in a successful task",
+                  [new.id], at, support=len(w.fields["support"]))
+            store.update(w)
+            continue
+        item = MemoryItem(text=workflow_text(wf), kind="workflow", fields={**wf, "promoted": True},
+                          source_ids=sources, outcome="success", event_time=new.event_time,
+                          namespace=namespace, key=wf["key"])
+        item.log("promoted", manager.actor,
+                 f"trajectory pattern shared by {len(wf['support'])} successful episodes", sources, at)
+        for src in backers:
+            src.log("promoted_into", manager.actor, "its pattern became a workflow", [item.id], at)
+            store.update(src)
+        store.add([item])
+        made.append(item)
     return made
 
 

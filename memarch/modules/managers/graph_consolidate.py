@@ -12,6 +12,7 @@ from memarch.modules.managers._floor import FloorManager
 from memarch.modules.managers._judge import Judge
 from memarch.modules.signatures.managers import GeneraliseMemories
 from memarch.modules.stores.base import Store
+from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.registry import register
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.retrieval import Retrieval
@@ -59,8 +60,9 @@ class GraphConsolidateManager(FloorManager):
         retrieval = graph_retriever.retrieve(query, graph_store)
         manager.feedback(retrieval, True, graph_store)   # edges seed -> item strengthened
 
-    Config (beyond the floor's): ``merge_threshold`` (0.92), ``generalise_threshold`` (0.75),
-    ``generalise_min`` (3), ``edge_delta`` (0.1), ``max_generalisations`` (5 a pass).
+    Config (beyond the floor's): ``merge_threshold`` (0.92), ``generalise`` (True; False by
+    default for conversation memory), ``generalise_threshold`` (0.75), ``generalise_min`` (3) /
+    ``generalise_max`` (8) members, ``edge_delta`` (0.1), ``max_generalisations`` (5 a pass).
     """
 
     def __init__(self, resources: Resources | None = None, **config: Any):
@@ -70,8 +72,10 @@ class GraphConsolidateManager(FloorManager):
         self.generalise_min = int(config.get("generalise_min", 3))
         self.edge_delta = float(config.get("edge_delta", 0.1))
         self.max_generalisations = int(config.get("max_generalisations", 5))
-        self.generalise = dspy.Predict(GeneraliseMemories)
-        self._generaliser = Judge(self.generalise, self.resources, self.actor)
+        self.generalise_max = int(config.get("generalise_max", 8))
+        self.generalise = bool(config.get("generalise", True))
+        self.generaliser = dspy.Predict(GeneraliseMemories)
+        self._generaliser = Judge(self.generaliser, self.resources, self.actor)
 
     # -- feedback: edge weights ------------------------------------------------------------------
     def feedback(self, retrieval: Retrieval, success: bool | None, store: Store) -> None:
@@ -81,11 +85,15 @@ class GraphConsolidateManager(FloorManager):
         delta = self.edge_delta if success else -self.edge_delta
         ns = retrieval.query.namespace
         at = self.at(store, ns, retrieval.query.time)
-        # One adjustment per edge per read, whichever way the retriever walked it.
-        edges = {orient(store, ns, e) for scored in retrieval.items for e in traversed(scored.trace.get("path") or [])}
-        for u, v, edge_type in sorted(edges):
+        # One adjustment per edge per read, whichever way the retriever walked it; the lineage
+        # entry goes to the item the walk reached.
+        walked: dict[tuple[str, str, str], tuple[str, str, str]] = {}
+        for scored in retrieval.items:
+            for edge in traversed(scored.trace.get("path") or []):
+                walked.setdefault(orient(store, ns, edge), edge)
+        for stored, (u, v, edge_type) in sorted(walked.items()):
             try:
-                weight = store.adjust_edge(u, v, edge_type, delta, ns)
+                weight = store.adjust_edge(*stored, delta, ns)
             except (KeyError, ValueError) as exc:  # an end left the graph since the read
                 log.debug("%s: edge %s -%s-> %s not adjusted (%s)", self.actor, u, edge_type, v, exc)
                 continue
@@ -99,7 +107,8 @@ class GraphConsolidateManager(FloorManager):
     # -- periodic: merge and generalise ----------------------------------------------------------
     def periodic(self, store: Store, namespace: str) -> None:
         self.merge(store, namespace)
-        self.generalise_clusters(store, namespace)
+        if self.setting("generalise", store, namespace):
+            self.generalise_clusters(store, namespace)
         super().periodic(store, namespace)
 
     def merge(self, store: Store, namespace: str) -> int:
@@ -108,7 +117,7 @@ class GraphConsolidateManager(FloorManager):
         if len(items) < 2:
             return 0
         now = self.tick(store, namespace)
-        groups = clusters(items, store.vectors(items), self.merge_threshold)
+        groups = clusters(items, store.vectors(items), float(self.setting("merge_threshold", store, namespace)))
         for g in groups:
             merge_cluster(self, [items[i] for i in g], store, lambda it: self.utility(it, now))
         return len(groups)
@@ -120,11 +129,16 @@ class GraphConsolidateManager(FloorManager):
             return 0
         vecs = store.vectors(items)
         made = 0
-        for g in clusters(items, vecs, self.generalise_threshold):
+        for g in clusters(items, vecs, self.generalise_threshold, max_size=self.generalise_max):
             members = [items[i] for i in g]
-            if (len(members) < self.generalise_min or len({m.episode_id for m in members}) < 2
-                    or any(m.fields.get("generalised") for m in members)):
-                continue  # too small, one episode only, or already generalised
+            general = next((m for m in members if m.fields.get("generalised")), None)
+            if general is not None:
+                self._link(general, [m for m in members if m is not general], store, namespace)
+                continue
+            done = sum(1 for m in members if any(e.action == "generalised_into" for e in m.lineage))
+            episodes = {m.episode_id for m in members}
+            if len(members) < self.generalise_min or len(episodes) < 2 or 2 * done > len(members):
+                continue  # too small, one episode only, or mostly generalised already
             if made >= self.max_generalisations:
                 break
             pred = self._generaliser(check=lambda p: bool(str(p.general_memory).strip()),
@@ -132,17 +146,28 @@ class GraphConsolidateManager(FloorManager):
             if pred is not None:
                 text = str(pred.general_memory).strip()
             else:
-                text = f"Across {len({m.episode_id for m in members})} episodes: {members[medoid(vecs[g])].text}"
+                text = f"Across {len(episodes)} episodes: {members[medoid(vecs[g])].text}"
             general = general_item(members, text, namespace)
             at = self.at(store, namespace, general.event_time)
             how = "LM generalisation" if pred is not None else "medoid of the cluster"
             general.log("generalised_from", self.actor, f"{how} over {len(members)} memories from "
                         f"{len(general.fields['episodes'])} episodes", [m.id for m in members], at)
             store.add([general])
-            for m in members:
-                m.log("generalised_into", self.actor, "part of a cross-episode cluster", [general.id], at)
-                store.update(m)
-                if hasattr(store, "add_edge"):
-                    store.add_edge(general.id, m.id, REINFORCES, weight=1.0, namespace=namespace)
+            self._link(general, members, store, namespace)
             made += 1
         return made
+
+    def _link(self, general: MemoryItem, members: list[MemoryItem], store: Store, namespace: str) -> None:
+        """Members point at their general memory: lineage, and a REINFORCES edge in a graph store."""
+        at = self.at(store, namespace, general.event_time)
+        for m in members:
+            if any(e.action == "generalised_into" and general.id in e.related for e in m.lineage):
+                continue
+            m.log("generalised_into", self.actor, "part of a cross-episode cluster", [general.id], at)
+            store.update(m)
+            if hasattr(store, "add_edge"):
+                store.add_edge(general.id, m.id, REINFORCES, weight=1.0, namespace=namespace)
+            if m.id not in general.fields["generalised_from"]:
+                general.fields["generalised_from"].append(m.id)
+                general.fields["episodes"] = sorted(set(general.fields["episodes"]) | {m.episode_id} - {None})
+                store.update(general)

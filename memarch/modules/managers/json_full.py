@@ -44,7 +44,8 @@ class JsonFullManager(FloorManager):
 
     Config (beyond the floor's): ``merge_threshold`` (0.9), ``max_conflicts`` (5),
     ``reflect_failures`` (failures that trigger a reflection, 2), ``max_reflections`` (5 a pass),
-    ``workflow_min_steps`` (2).
+    ``workflow_min_steps`` (2),
+    ``workflow_coverage`` (0.6: the shared steps must cover this share of both trajectories).
     """
 
     dedup_threshold = 0.88
@@ -57,6 +58,7 @@ class JsonFullManager(FloorManager):
         self.reflect_failures = int(config.get("reflect_failures", 2))
         self.max_reflections = int(config.get("max_reflections", 5))
         self.workflow_min_steps = int(config.get("workflow_min_steps", 2))
+        self.workflow_coverage = float(config.get("workflow_coverage", 0.6))
         self.resolve = dspy.Predict(ResolveConflict)
         self.correct = dspy.Predict(CorrectMemory)
         self._resolver = Judge(self.resolve, self.resources, self.actor)
@@ -87,7 +89,8 @@ class JsonFullManager(FloorManager):
     # -- after each task -------------------------------------------------------------------------
     def after_episode(self, episode: Episode, store: Store) -> None:
         if episode.outcome == "success":
-            promote_workflows(self, episode.id, store, episode.namespace, min_steps=self.workflow_min_steps)
+            promote_workflows(self, episode.id, store, episode.namespace, min_steps=self.workflow_min_steps,
+                              min_coverage=self.workflow_coverage)
         super().after_episode(episode, store)
 
     # -- periodic --------------------------------------------------------------------------------
@@ -102,7 +105,8 @@ class JsonFullManager(FloorManager):
             return 0
         now = self.tick(store, namespace)
         vecs = store.vectors(items)
-        groups = clusters(items, vecs, self.merge_threshold, cross_type=self.cross_type)
+        threshold = float(self.setting("merge_threshold", store, namespace))
+        groups = clusters(items, vecs, threshold, cross_type=self.cross_type)
         for g in groups:
             merge_cluster(self, [items[i] for i in g], store, lambda it: self.utility(it, now))
         return len(groups)

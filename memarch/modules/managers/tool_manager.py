@@ -39,6 +39,7 @@ class ToolManager(FloorManager):
         [it.fields.get("validated") for it in store.list(where={"kind": "shortcut"})]
 
     Config (beyond the floor's): ``shortcut_support`` (2), ``workflow_min_steps`` (2),
+    ``workflow_coverage`` (0.6: the shared steps must cover this share of both trajectories),
     ``reflect_failures`` (2), ``max_reflections`` (5 a pass).
     """
 
@@ -46,6 +47,7 @@ class ToolManager(FloorManager):
         super().__init__(resources, **config)
         self.shortcut_support = int(config.get("shortcut_support", 2))
         self.workflow_min_steps = int(config.get("workflow_min_steps", 2))
+        self.workflow_coverage = float(config.get("workflow_coverage", 0.6))
         self.reflect_failures = int(config.get("reflect_failures", 2))
         self.max_reflections = int(config.get("max_reflections", 5))
         self.correct = dspy.Predict(CorrectMemory)
@@ -55,7 +57,8 @@ class ToolManager(FloorManager):
         ns = episode.namespace
         review_shortcuts(self, store, ns, min_support=self.shortcut_support)
         if episode.outcome == "success":
-            promote_workflows(self, episode.id, store, ns, min_steps=self.workflow_min_steps)
+            promote_workflows(self, episode.id, store, ns, min_steps=self.workflow_min_steps,
+                              min_coverage=self.workflow_coverage)
         super().after_episode(episode, store)
 
     def periodic(self, store: Store, namespace: str) -> None:

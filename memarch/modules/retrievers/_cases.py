@@ -1,66 +1,147 @@
-"""Case matching shared by `contrastive` and `cbr_rerank`: the query is compared with the task each
-item was learned from (its case) and with the item's own text, over a per-namespace cached matrix."""
+"""Case matching shared by `contrastive` and `cbr_rerank`: an item scores
+``max(case, content_weight x content)``, where ``case`` compares the query with the task the item
+was learned from and ``content`` with the item's text.
+
+The best ``n`` items are found exactly without scanning every vector: each of them is among the
+``n`` best by case or the ``n`` best by content (both parts are monotone in the score), so the
+store's own dense search supplies the content side and a small matrix of distinct tasks the case side.
+"""
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from memarch.modules.retrievers._lexical import case_text
+from memarch.modules.stores.base import matches
 
 if TYPE_CHECKING:
-    from memarch.modules.stores.base import Store
+    from memarch.modules.stores.base import Store, Where
     from memarch.pipeline.embed import Embedder
-    from memarch.pipeline.episodes import Query
     from memarch.pipeline.items import MemoryItem
 
 
-class CaseIndex:
-    """Case and content embeddings of the active items of one namespace.
+def task_of(item: "MemoryItem") -> str | None:
+    """The task an item was learned from (experience encoders store it in ``fields["task"]``)."""
+    task = item.fields.get("task") if isinstance(item.fields, dict) else None
+    return task if isinstance(task, str) and task.strip() else None
 
-    Example::
 
-        index = case_index(store, "default", embedder)
-        case, content = index.similarities(embedder.embed_one("open the fridge"))
-        cbr = np.maximum(case, 0.7 * content)
-    """
+def case_text(item: "MemoryItem") -> str:
+    """What a query is matched against as the item's case: its task, else its text."""
+    return task_of(item) or item.text
 
-    def __init__(self, items: list["MemoryItem"], store: "Store", embedder: "Embedder"):
-        self.items = items
-        dim = embedder.dim
-        self.content = store.vectors(items) if items else np.zeros((0, dim), np.float32)
-        self.case = embedder.embed([case_text(it) for it in items]) if items else self.content
-        self.episode_ids = np.array([it.episode_id or "" for it in items], dtype=object)
-        self.outcomes = np.array([it.outcome for it in items], dtype=object)
 
-    def similarities(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Cosine similarity of ``vector`` with every item's case and content."""
-        v = np.asarray(vector, dtype=np.float32)
-        return self.case @ v, self.content @ v
+class TaskIndex:
+    """Distinct tasks of a namespace's active items, embedded once, with the items of each."""
 
-    def eligible_mask(self, query: "Query") -> np.ndarray:
-        """Items this query may read (the index holds only active items of its namespace)."""
-        if query.episode_id is None:
-            return np.ones(len(self.items), dtype=bool)
-        return self.episode_ids != query.episode_id
+    def __init__(self, items: list["MemoryItem"], embedder: "Embedder", previous: "TaskIndex | None" = None):
+        self.items = items  # always the current objects; the groups below hold positions
+        self.key = [(it.id, task_of(it)) for it in items]
+        self._last: tuple[bytes, np.ndarray] | None = None
+        if previous is not None and previous.key == self.key:
+            # Only usage stats, lineage or text changed (a manager's update): same groups, same tasks.
+            self.tasks, self.members, self.row, self.vectors = (
+                previous.tasks, previous.members, previous.row, previous.vectors)
+            return
+        members: dict[str, list[int]] = {}
+        for pos, (_, task) in enumerate(self.key):
+            if task is not None:
+                members.setdefault(task, []).append(pos)
+        self.tasks = list(members)
+        self.members = list(members.values())
+        self.row = {self.key[pos][0]: j for j, group in enumerate(self.members) for pos in group}
+        self.vectors = embedder.embed(self.tasks) if self.tasks else np.zeros((0, embedder.dim), np.float32)
+
+    def similarities(self, vector: np.ndarray) -> np.ndarray:
+        """Cosine of ``vector`` with every task (the last answer is kept: contrastive asks twice)."""
+        key = vector.tobytes()
+        if self._last is None or self._last[0] != key:
+            self._last = (key, self.vectors @ vector)
+        return self._last[1]
+
+    def ranked(self, sims: np.ndarray, first: int):
+        """Task rows by decreasing similarity; sorts only the ``first`` best unless more are read."""
+        head = np.argpartition(-sims, first - 1)[:first] if len(sims) > first else np.arange(len(sims))
+        head = head[np.argsort(-sims[head], kind="stable")]
+        yield from head
+        if len(head) < len(sims):
+            rest = np.setdiff1d(np.arange(len(sims)), head, assume_unique=True)
+            yield from rest[np.argsort(-sims[rest], kind="stable")]
 
 
 _INDEXES: "weakref.WeakKeyDictionary[Store, dict]" = weakref.WeakKeyDictionary()
 
 
-def case_index(store: "Store", namespace: str, embedder: "Embedder") -> CaseIndex:
-    """The cached `CaseIndex` of ``store``/``namespace``, rebuilt when the namespace version moves."""
+def task_index(store: "Store", namespace: str, embedder: "Embedder") -> TaskIndex:
+    """The cached `TaskIndex` of ``store``/``namespace``, rebuilt when the namespace version moves."""
     per_store = _INDEXES.setdefault(store, {})
+    key = (namespace, embedder.model_id)
     version = store.version(namespace)
-    hit = per_store.get(namespace)
-    if hit is not None and hit[0] == version and hit[1] == embedder.model_id:
-        return hit[2]
-    index = CaseIndex(store.list(namespace), store, embedder)
-    per_store[namespace] = (version, embedder.model_id, index)
+    hit = per_store.get(key)
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    index = TaskIndex(store.list(namespace), embedder, previous=hit[1] if hit else None)
+    per_store[key] = (version, index)
     return index
 
 
-def cbr_similarity(case: np.ndarray, content: np.ndarray, content_weight: float) -> np.ndarray:
-    """AutoMem's case score: ``max(case, content_weight x content)`` (a case match counts fully)."""
-    return np.maximum(case, content_weight * content)
+@dataclass
+class CaseMatch:
+    """One item's case score and its two parts; ``task`` in the trace says whether it had a task."""
+
+    item: "MemoryItem"
+    score: float  # max(case, content_weight x content)
+    case: float
+    content: float
+
+    def trace(self) -> dict[str, Any]:
+        return {"cbr": round(self.score, 6), "case": round(self.case, 6), "content": round(self.content, 6),
+                "task": task_of(self.item) is not None}
+
+
+def best_cases(store: "Store", vector: np.ndarray, namespace: str, n: int, *, content_weight: float,
+               embedder: "Embedder", exclude: Callable[["MemoryItem"], bool],
+               where: "Where | None" = None) -> list[CaseMatch]:
+    """The ``n`` best items by case score among those ``where`` selects and ``exclude`` spares.
+
+    An item without a task is its own case (``case = content``).
+
+    Example::
+
+        best_cases(store, embedder.embed_one("cook eggs"), "default", 15, content_weight=0.7,
+                   embedder=embedder, exclude=retriever.exclude_fn(query), where={"outcome": "success"})
+    """
+    if n <= 0:
+        return []
+    vector = np.asarray(vector, dtype=np.float32)
+    pool: dict[str, "MemoryItem"] = {}
+    content: dict[str, float] = {}
+    for it, s in store.search(vector, n, namespace, where=where, exclude=exclude):
+        pool[it.id] = it
+        content[it.id] = float(s)
+
+    tasks = task_index(store, namespace, embedder)
+    task_sim = tasks.similarities(vector)
+    found = 0
+    for j in tasks.ranked(task_sim, n + 16):
+        for pos in tasks.members[j]:
+            it = tasks.items[pos]
+            if it.active and not exclude(it) and matches(it, where):
+                pool.setdefault(it.id, it)
+                found += 1
+        if found >= n:
+            break
+
+    missing = [it for i, it in pool.items() if i not in content]
+    if missing:
+        for it, s in zip(missing, store.vectors(missing) @ vector):
+            content[it.id] = float(s)
+    out = []
+    for i, it in pool.items():
+        row = tasks.row.get(i)
+        case = float(task_sim[row]) if row is not None else content[i]
+        out.append(CaseMatch(it, max(case, content_weight * content[i]), case, content[i]))
+    out.sort(key=lambda m: (-m.score, m.item.id))
+    return out[:n]

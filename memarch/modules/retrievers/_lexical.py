@@ -92,7 +92,9 @@ class BM25Index:
 
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every document; a repeated query term counts once per occurrence."""
-        counts = Counter(t for t in query_tokens if t in self.vocab)
+        # The vocabulary is shared with newer indexes: ids past this matrix are terms added since.
+        rows = self.matrix.shape[0]
+        counts = Counter(t for t in query_tokens if self.vocab.get(t, rows) < rows)
         if not counts or self.size == 0:
             return np.zeros(self.size)
         ids = np.fromiter((self.vocab[t] for t in counts), dtype=np.int64, count=len(counts))
@@ -114,11 +116,19 @@ class LexicalIndex:
 
     ``previous`` (the index of an older version of the namespace) lends its vocabulary and the
     term counts of items whose text did not change, so a rebuild after a write tokenises only
-    the new items.
+    the new items; when no text changed at all (a manager updated usage stats) its matrix is
+    kept as is.
     """
 
     def __init__(self, items: list["MemoryItem"], *, previous: "LexicalIndex | None" = None, **bm25):
         self.items = items
+        self.ids = [it.id for it in items]
+        self.texts = [it.text for it in items]
+        if previous is not None and not bm25 and previous.ids == self.ids and previous.texts == self.texts:
+            # Only usage stats or lineage changed: list comparisons in C, no per-item Python work.
+            self.vocabulary, self.doc_counts, self.bm25 = previous.vocabulary, previous.doc_counts, previous.bm25
+            self.live_terms = previous.live_terms
+            return
         reuse = previous is not None and len(previous.vocabulary.ids) <= 2 * previous.live_terms + 1000
         self.vocabulary = previous.vocabulary if reuse else Vocabulary()
         old = previous.doc_counts if reuse else {}
@@ -160,12 +170,6 @@ def lexical_index(store: "Store", namespace: str) -> LexicalIndex:
     index = LexicalIndex(store.list(namespace), previous=hit[1] if hit else None)
     per_store[namespace] = (version, index)
     return index
-
-
-def case_text(item: "MemoryItem") -> str:
-    """The task an item was learned from (experience encoders store it in ``fields["task"]``)."""
-    task = item.fields.get("task") if isinstance(item.fields, dict) else None
-    return task if isinstance(task, str) and task.strip() else item.text
 
 
 def overlap(query_tokens: Sequence[str], text: str) -> float:

@@ -6,11 +6,10 @@ import logging
 from typing import Any, ClassVar
 
 import dspy
-import numpy as np
 
-from memarch.modules.retrievers._cases import case_index, cbr_similarity
+from memarch.modules.retrievers._cases import best_cases, case_text
 from memarch.modules.retrievers._config import settings
-from memarch.modules.retrievers._lexical import case_text, overlap, tokenize
+from memarch.modules.retrievers._lexical import overlap, tokenize
 from memarch.modules.retrievers._lm import ask
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.signatures.retrievers import RerankCandidates
@@ -84,34 +83,27 @@ class CBRRerankRetriever(Retriever):
 
     def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
         cfg = self.settings
-        index = case_index(store, query.namespace, self.resources.embedder)
-        if not index.items:
+        embedder = self.resources.embedder
+        matches = best_cases(store, embedder.embed_one(query.text), query.namespace,
+                             max(int(cfg["candidates"]), k), content_weight=cfg["content_weight"],
+                             embedder=embedder, exclude=self.exclude_fn(query))
+        if not matches:
             return []
-        case, content = index.similarities(self.resources.embedder.embed_one(query.text))
-        cbr = cbr_similarity(case, content, cfg["content_weight"])
-        members = np.flatnonzero(index.eligible_mask(query))
-        n = max(int(cfg["candidates"]), k)
-        best = members[np.argsort(-cbr[members], kind="stable")[:n]]
-        if len(best) == 0:
-            return []
-        items = [index.items[i] for i in best]
-
-        lm_scores = self._lm_scores(query, items) if self.resources.lm is not None else None
+        lm_scores = self._lm_scores(query, [m.item for m in matches]) if self.resources.lm is not None else None
         w = float(cfg["cbr_weight"])
         tokens = tokenize(query.text)
         out = []
-        for recall_rank, (i, item) in enumerate(zip(best, items), start=1):
-            trace: dict[str, Any] = {"cbr": round(float(cbr[i]), 6), "case": round(float(case[i]), 6),
-                                     "content": round(float(content[i]), 6), "recall_rank": recall_rank}
+        for recall_rank, m in enumerate(matches, start=1):
+            trace: dict[str, Any] = {**m.trace(), "recall_rank": recall_rank}
             if lm_scores is not None:
                 rerank = lm_scores[recall_rank - 1] / 10.0
                 trace.update(rerank="lm", lm_score=lm_scores[recall_rank - 1])
             else:
-                rerank, parts = feature_score(tokens, item)
+                rerank, parts = feature_score(tokens, m.item)
                 trace.update(rerank="features", features=round(rerank, 6), **parts)
                 if self.resources.lm is not None:
                     trace["lm_fallback"] = True
-            out.append(ScoredItem(item, w * float(cbr[i]) + (1.0 - w) * rerank, trace))
+            out.append(ScoredItem(m.item, w * m.score + (1.0 - w) * rerank, trace))
         out.sort(key=lambda s: (-s.score, s.trace["recall_rank"]))
         return out[:k]
 

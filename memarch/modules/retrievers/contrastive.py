@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-
-from memarch.modules.retrievers._cases import case_index, cbr_similarity
+from memarch.modules.retrievers._cases import best_cases
 from memarch.modules.retrievers._config import settings
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.stores.base import Store
@@ -20,7 +18,7 @@ from memarch.pipeline.retrieval import ScoredItem
           description="success pool (k=3, w=0.6) + failure pool (k=2, w=0.4)")
 class ContrastiveRetriever(Retriever):
     """The ``success_k`` best items from successful episodes and the ``failure_k`` best from failed
-    ones, each scored ``pool weight x case similarity`` and merged by that score.
+    ones, each scored ``pool weight x case similarity`` (``trace["cbr"]``) and merged by that score.
 
     Case similarity is ``max(case, content_weight x content)``: cosine of the query with the task
     the item was learned from (``fields["task"]``, else its text) or, discounted, with its text.
@@ -51,29 +49,25 @@ class ContrastiveRetriever(Retriever):
 
     def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
         cfg = self.settings
-        index = case_index(store, query.namespace, self.resources.embedder)
-        if not index.items:
-            return []
-        case, content = index.similarities(self.resources.embedder.embed_one(query.text))
-        similarity = cbr_similarity(case, content, cfg["content_weight"])
-        mask = index.eligible_mask(query)
+        embedder = self.resources.embedder
+        vector = embedder.embed_one(query.text)
 
-        pools = [("success", cfg["success_k"], cfg["success_weight"]),
-                 ("failure", cfg["failure_k"], cfg["failure_weight"])]
-        fallback = not np.any(mask & np.isin(index.outcomes, ["success", "failure"]))
+        def pool(outcome: str, size: int):
+            return best_cases(store, vector, query.namespace, int(size), content_weight=cfg["content_weight"],
+                              embedder=embedder, exclude=self.exclude_fn(query), where={"outcome": outcome})
+
+        pools = [("success", pool("success", cfg["success_k"]), cfg["success_weight"]),
+                 ("failure", pool("failure", cfg["failure_k"]), cfg["failure_weight"])]
+        fallback = not (pools[0][1] or pools[1][1])
         if fallback:
-            pools = [("unknown", cfg["success_k"] + cfg["failure_k"], 1.0)]
+            pools = [("unlabelled", pool("unknown", cfg["success_k"] + cfg["failure_k"]), 1.0)]
 
         out: list[ScoredItem] = []
-        for outcome, size, weight in pools:
-            members = np.flatnonzero(mask & (index.outcomes == outcome))
-            best = members[np.argsort(-similarity[members], kind="stable")[:size]]
-            for pool_rank, i in enumerate(best, start=1):
-                trace = {"pool": "unlabelled" if fallback else outcome, "pool_rank": pool_rank,
-                         "pool_weight": weight, "similarity": round(float(similarity[i]), 6),
-                         "case": round(float(case[i]), 6), "content": round(float(content[i]), 6)}
+        for name, matches, weight in pools:
+            for pool_rank, m in enumerate(matches, start=1):
+                trace = {"pool": name, "pool_rank": pool_rank, "pool_weight": weight, **m.trace()}
                 if fallback:
                     trace["fallback"] = "no outcome labels"
-                out.append(ScoredItem(index.items[i], weight * float(similarity[i]), trace))
+                out.append(ScoredItem(m.item, weight * m.score, trace))
         out.sort(key=lambda s: (-s.score, s.item.id))
         return out[:k]

@@ -85,8 +85,8 @@ class DenseIndex:
         """Swap the exact index for an IVF one trained on the current vectors (same int ids)."""
         ints = np.asarray(sorted(self.to_item), dtype=np.int64)
         vectors = self.index.reconstruct_batch(ints)
-        nlist = max(8, min(4096, int(4 * math.sqrt(len(ints)))))
-        # k-means on a sample: 40 points per list is what FAISS itself asks for.
+        # k-means wants >= 39 points per list (FAISS warns below that); 40 per list is enough.
+        nlist = max(8, min(4096, int(4 * math.sqrt(len(ints))), len(ints) // 40))
         rng = np.random.default_rng(0)
         sample = vectors[rng.choice(len(vectors), min(len(vectors), 40 * nlist), replace=False)]
         quantizer = faiss.IndexFlatIP(self.dim)

@@ -213,7 +213,12 @@ class Store(dspy.Module):
         state = read_json(directory / STATE_FILE, what=f"saved {cls.name} store")
         if not isinstance(state, dict) or "namespaces" not in state:
             raise DataError(f"{directory / STATE_FILE}: not a saved memarch store")
-        store = cls(resources, **state.get("config", {}))
+        store_cls = cls
+        if cls is Store and state.get("store"):  # Store.load(dir): the saved store's own class
+            from memarch.pipeline.registry import REGISTRY
+
+            store_cls = REGISTRY.get("store", state["store"]).cls
+        store = store_cls(resources, **state.get("config", {}))
         try:
             store.load_state(state, directory)
         except (KeyError, TypeError, ValueError) as exc:

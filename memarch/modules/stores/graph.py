@@ -73,23 +73,27 @@ class GraphStore(VectorStore):
         similar_k: nearest neighbours examined per new item (default 8); keeps building O(n k).
         conflict_threshold: cosine above which opposite outcomes CONFLICT (default 0.85).
         reinforce_threshold: cosine above which equal known outcomes REINFORCE (default 0.85).
-        cooccur_cap: most recent items linked per shared entity (default 10).
+        cooccur_cap: most recent items linked per shared entity (default 5).
         max_terms: frequent content words kept as entities per item (default 3).
-        index: dense index for search and kNN, default ``"ivf"`` (exact below ``ivf_min_items``).
+        index: dense index for search and kNN, default ``"ivf"`` (exact below ``ivf_min_items``,
+            default 10000).
     """
 
     def __init__(self, resources: Resources | None = None, **config: Any):
+        # kNN for SIMILAR edges runs on every add: approximate search pays off earlier than for `vector`.
         config.setdefault("index", "ivf")
+        config.setdefault("ivf_min_items", 10000)
         super().__init__(resources, **config)
         self.similar_threshold = float(config.get("similar_threshold", 0.6))
         self.similar_k = int(config.get("similar_k", 8))
         self.conflict_threshold = float(config.get("conflict_threshold", 0.85))
         self.reinforce_threshold = float(config.get("reinforce_threshold", 0.85))
-        self.cooccur_cap = int(config.get("cooccur_cap", 10))
+        self.cooccur_cap = int(config.get("cooccur_cap", 5))
         self.max_terms = int(config.get("max_terms", 3))
         self._graphs: dict[str, nx.MultiDiGraph] = {}
         # Derived from the records (rebuilt on load): active ids per key, last item per episode.
         self._by_key: dict[str, dict[str, set[str]]] = {}
+        self._key_of: dict[str, dict[str, str]] = {}
         self._episode_tail: dict[str, dict[str, str]] = {}
 
     # -- public graph API -------------------------------------------------------------------------
@@ -165,8 +169,15 @@ class GraphStore(VectorStore):
 
     def _link(self, g: nx.MultiDiGraph, u: str, v: str, etype: str, weight: float, **data: Any) -> None:
         """Set the ``etype`` edge between ``u`` and ``v`` (a symmetric one in whichever direction exists)."""
-        a, b = self._find_edge(g, u, v, etype) or (u, v)
-        g.add_edge(a, b, key=etype, type=etype, weight=float(weight), **data)
+        # Straight on networkx's adjacency dicts: this runs tens of times per added item.
+        adj = g._adj
+        if etype in SYMMETRIC and etype not in adj[u].get(v, ()) and etype in adj[v].get(u, ()):
+            u, v = v, u
+        attrs = adj[u].get(v, {}).get(etype)
+        if attrs is not None:  # the same dict networkx keeps for the edge in both directions
+            attrs.update(type=etype, weight=float(weight), **data)
+        else:
+            g.add_edge(u, v, key=etype, type=etype, weight=float(weight), **data)
 
     @staticmethod
     def _entity_id(name: str) -> str:
@@ -196,6 +207,7 @@ class GraphStore(VectorStore):
                 new_ids.add(it.id)
             g.add_node(it.id, layer="content", kind=it.kind, active=True, status=it.status)
         hits = self._indexes[namespace].search_many(vectors, self.similar_k + 1)
+        floor = min(self.similar_threshold, self.conflict_threshold, self.reinforce_threshold)
         for it, names, nbrs in zip(items, self._extract(namespace, items), hits):
             query = self._query_of(it)
             if query:
@@ -213,27 +225,56 @@ class GraphStore(VectorStore):
                 for other in sorted(by_key.get(it.key, set()) - {it.id}):
                     if recs[other].active and recs[other].text != it.text:
                         self._link(g, it.id, other, "CONFLICTS", 1.0, reason="same key")
-                by_key.setdefault(it.key, set()).add(it.id)
-            for other, sim in nbrs:
+            self._index_key(namespace, it)
+            for other, sim in nbrs:  # best first: stop below the lowest threshold
+                if sim < floor:
+                    break
                 if other != it.id:
                     self._link_similar(g, it, recs[other], sim)
 
+    def _index_key(self, namespace: str, item: MemoryItem) -> None:
+        self._unindex_key(namespace, item.id)
+        if item.key:
+            self._by_key.setdefault(namespace, {}).setdefault(item.key, set()).add(item.id)
+            self._key_of.setdefault(namespace, {})[item.id] = item.key
+
+    def _unindex_key(self, namespace: str, item_id: str) -> None:
+        key = self._key_of.get(namespace, {}).pop(item_id, None)
+        if key is not None:
+            self._by_key[namespace][key].discard(item_id)
+
+    def _refresh(self, namespace: str, items: list[MemoryItem]) -> None:
+        super()._refresh(namespace, items)
+        g = self._graphs.get(namespace)
+        for it in items:
+            self._index_key(namespace, it)
+            if g is not None and it.id in g:
+                g.nodes[it.id].update(kind=it.kind, status=it.status)
+
     def _link_entities(self, g: nx.MultiDiGraph, namespace: str, item: MemoryItem, names: list[str]) -> None:
+        """MENTIONS edges to the item's entities; COOCCURS edges to the ``cooccur_cap`` items that share
+        the most of them (weight = entities shared), found among each entity's latest mentions."""
+        recs, cap, link = self._records[namespace], self.cooccur_cap, self._link
+        shared: dict[str, int] = {}
         for name in names:
-            node = self._entity_id(name)
-            if node == "entity:":
+            canonical = normalise(name)
+            if not canonical:
                 continue
+            node = f"entity:{canonical}"
             if node not in g:
-                g.add_node(node, layer="entity", name=normalise(name))
-            # Items already mentioning the entity, newest first, capped: a common entity must not
-            # turn COOCCURS into an all-pairs clique.
-            others = [u for u, _, k in g.in_edges(node, keys=True)
-                      if k == "MENTIONS" and u != item.id and self._active(namespace, u)]
-            self._link(g, item.id, node, "MENTIONS", 1.0)
-            for other in others[-self.cooccur_cap:]:
-                ends = self._find_edge(g, item.id, other, "COOCCURS")
-                w = g.edges[(*ends, "COOCCURS")]["weight"] + 1.0 if ends else 1.0
-                self._link(g, item.id, other, "COOCCURS", _clip(w))
+                g.add_node(node, layer="entity", name=canonical)
+            # Newest mentions only (networkx keeps insertion order): a common entity must cost
+            # neither a scan of all its mentions nor an all-pairs clique.
+            pred, seen = g._pred[node], 0
+            for u in reversed(pred):
+                if seen >= 2 * cap:
+                    break
+                if u != item.id and "MENTIONS" in pred[u] and recs[u].active:
+                    shared[u] = shared.get(u, 0) + 1
+                    seen += 1
+            link(g, item.id, node, "MENTIONS", 1.0)
+        for other, n in sorted(shared.items(), key=lambda kv: -kv[1])[:cap]:
+            link(g, item.id, other, "COOCCURS", _clip(float(n)))
 
     def _link_similar(self, g: nx.MultiDiGraph, item: MemoryItem, other: MemoryItem, sim: float) -> None:
         w = _clip(sim)
@@ -254,11 +295,9 @@ class GraphStore(VectorStore):
         super()._deactivate(namespace, item_ids)
         g = self._graphs.get(namespace)
         recs = self._records.get(namespace, {})
-        by_key = self._by_key.get(namespace, {})
         for iid in item_ids:
             it = recs.get(iid)
-            for ids in by_key.values():
-                ids.discard(iid)
+            self._unindex_key(namespace, iid)
             if g is None or iid not in g:
                 continue
             status = it.status if it is not None and not it.active else "deleted"
@@ -279,13 +318,12 @@ class GraphStore(VectorStore):
     def _load_extra(self, state: dict, directory: Path) -> None:
         self._graphs = {ns: nx.node_link_graph(d, directed=True, multigraph=True, edges="edges")
                         for ns, d in state.get("graphs", {}).items()}
-        self._by_key, self._episode_tail = {}, {}
+        self._by_key, self._key_of, self._episode_tail = {}, {}, {}
         for ns, recs in self._records.items():
-            by_key = self._by_key.setdefault(ns, {})
             tails = self._episode_tail.setdefault(ns, {})
             for it in recs.values():  # insertion order, as saved
-                if it.active and it.key:
-                    by_key.setdefault(it.key, set()).add(it.id)
+                if it.active:
+                    self._index_key(ns, it)
                 if it.episode_id:
                     tails[it.episode_id] = it.id
         super()._load_extra(state, directory)

@@ -53,6 +53,8 @@ class HybridStore(VectorStore):
         self._postings: dict[str, dict[str, dict[Any, set[str]]]] = {}
         # namespace -> field -> ids whose value cannot be a dict key (always candidates)
         self._loose: dict[str, dict[str, set[str]]] = {}
+        # namespace -> id -> the (field, value) lists it sits in, so removal is exact and cheap
+        self._posted: dict[str, dict[str, list[tuple[str, Any]]]] = {}
 
     # -- posting lists ----------------------------------------------------------------------------
     def _activate(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray) -> None:
@@ -62,35 +64,45 @@ class HybridStore(VectorStore):
     def _post(self, namespace: str, items: list[MemoryItem]) -> None:
         post = self._postings.setdefault(namespace, {f: {} for f in self.indexed_fields})
         loose = self._loose.setdefault(namespace, {f: set() for f in self.indexed_fields})
+        posted = self._posted.setdefault(namespace, {})
         for it in items:
+            where_posted = []
             for f in self.indexed_fields:
                 v = _value(it, f)
                 if _hashable(v):
                     post[f].setdefault(v, set()).add(it.id)
+                    where_posted.append((f, v))
                 else:
                     loose[f].add(it.id)
+            posted[it.id] = where_posted
+
+    def _refresh(self, namespace: str, items: list[MemoryItem]) -> None:
+        super()._refresh(namespace, items)
+        self._unpost(namespace, [it.id for it in items])
+        self._post(namespace, items)
 
     def _deactivate(self, namespace: str, item_ids: list[str]) -> None:
         super()._deactivate(namespace, item_ids)
-        recs = self._records.get(namespace, {})
+        self._unpost(namespace, item_ids)
+
+    def _unpost(self, namespace: str, item_ids: list[str]) -> None:
         post, loose = self._postings.get(namespace, {}), self._loose.get(namespace, {})
+        posted = self._posted.get(namespace, {})
         for iid in item_ids:
-            it = recs.get(iid)
-            for f in self.indexed_fields:
-                loose.get(f, set()).discard(iid)
-                # The record may already hold the new version: drop the id from every value's list.
-                values = post.get(f, {})
-                v = _value(it, f) if it is not None else None
-                if _hashable(v) and iid in values.get(v, ()):
-                    values[v].discard(iid)
-                else:
-                    for ids in values.values():
-                        ids.discard(iid)
+            # What was posted, not the record: on update the record already holds the new version.
+            for f, v in posted.pop(iid, ()):
+                ids = post[f].get(v)
+                if ids is not None:
+                    ids.discard(iid)
+                    if not ids:
+                        del post[f][v]
+            for ids in loose.values():
+                ids.discard(iid)
 
     def _load_extra(self, state: dict, directory: Path) -> None:
         super()._load_extra(state, directory)
         # Posting lists are derived from the records, never saved: rebuild them.
-        self._postings, self._loose = {}, {}
+        self._postings, self._loose, self._posted = {}, {}, {}
         for ns, recs in self._records.items():
             self._post(ns, [it for it in recs.values() if it.active])
 

@@ -76,6 +76,8 @@ class VectorStore(Store):
 
     def _index_add(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray | None) -> None:
         fresh = [j for j, it in enumerate(items) if (namespace, it.id) not in self._keep]
+        if len(fresh) < len(items):
+            self._refresh(namespace, [it for it in items if (namespace, it.id) in self._keep])
         if not fresh:
             return
         batch = [items[j] for j in fresh]
@@ -95,6 +97,10 @@ class VectorStore(Store):
             index = self._indexes[namespace] = DenseIndex(
                 vectors.shape[1], self.index_kind, ivf_min_items=self.ivf_min_items, nprobe=self.nprobe)
         index.add([it.id for it in items], vectors)
+
+    def _refresh(self, namespace: str, items: list[MemoryItem]) -> None:
+        """``items`` were re-stored with unchanged text and stay active: the vector stays put;
+        subclasses refresh what they derive from other fields."""
 
     def _deactivate(self, namespace: str, item_ids: list[str]) -> None:
         """``item_ids`` stopped being active (deleted, superseded, or replaced by new text)."""
@@ -190,6 +196,11 @@ class VectorStore(Store):
 
     def _read_index(self, meta: dict | None, directory: Path, active_ids: set[str], ns: str) -> DenseIndex | None:
         if not meta:
+            return None
+        if not (directory / meta["file"]).exists():
+            # Expected when only store.json travelled (a MemoryProgram saves memory inline):
+            # vectors come back from the embedder and its cache.
+            logger.info("namespace %r: no saved FAISS index next to store.json; re-embedding", ns)
             return None
         try:
             index = DenseIndex.from_saved((directory / meta["file"]).read_bytes(), meta,
