@@ -65,7 +65,7 @@ def test_newer_fact_supersedes_older_with_lineage(cls, hash_resources):
     tomb = store.get(old.id, include_deleted=True)
     assert tomb.status == "superseded" and tomb in store.tombstones()
     last = tomb.lineage[-1]
-    assert (last.action, last.actor, last.related, last.at) == ("superseded", m.actor, [new.id], "2023-07-09")
+    assert (last.action, last.actor, last.related, last.at) == ("superseded_by", m.actor, [new.id], "2023-07-09")
     assert "caroline|job" in last.reason
     sup = next(e for e in new.lineage if e.action == "supersedes")
     assert sup.related == [old.id]

@@ -18,7 +18,6 @@ from memarch.modules.stores.graph import GraphStore
 from memarch.modules.stores.hybrid import HybridStore
 from memarch.modules.stores.llm_graph import LLMGraphStore
 from memarch.modules.stores.vector import VectorStore
-from memarch.pipeline.embed import Embedder
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.registry import REGISTRY
 from memarch.pipeline.resources import Resources
@@ -291,6 +290,42 @@ def test_graph_typed_edges(hash_resources):
     assert only == [(b.id, "DEPENDS", 1.0)]
 
 
+def test_graph_update_refreshes_key_without_rebuilding_edges(hash_resources):
+    store = GraphStore(hash_resources)
+    a = MemoryItem(text="Caroline lives in Paris", kind="fact", key="caroline|city")
+    b = MemoryItem(text="Caroline lives in Rome", kind="fact", key="melanie|city")
+    store.add([a, b])
+    assert "CONFLICTS" not in {t for _, t, _ in store.neighbors(a.id)}
+    store.add_edge(a.id, b.id, "COOCCURS", 4.0)
+    rekeyed = b.copy()
+    rekeyed.key = "caroline|city"
+    store.update(rekeyed)  # same text: edges stay, the key index follows the new key
+    assert (b.id, "COOCCURS", 4.0) in store.neighbors(a.id)
+    c = MemoryItem(text="Caroline lives in Oslo", kind="fact", key="caroline|city")
+    store.add([c])
+    assert {a.id, b.id} <= {n for n, t, _ in store.neighbors(c.id) if t == "CONFLICTS"}
+
+
+@pytest.mark.parametrize("name", ["vector", "hybrid", "graph"])
+def test_state_without_index_files_reloads_identically(make, name, tmp_path):
+    """A MemoryProgram keeps only store.json: vectors come back from the embedder."""
+    store = make(name)
+    store.add(items_for())
+    if isinstance(store, GraphStore):
+        a, b = [it.id for it in store.list()[:2]]
+        store.adjust_edge(a, b, "SIMILAR", 3.25)
+    store.save(tmp_path / "s")
+    state = json.loads((tmp_path / "s" / "store.json").read_text())
+    fresh = type(store)(store.resources, **store.config)
+    fresh.load_state(state, tmp_path / "elsewhere")
+    assert snapshot(fresh) == snapshot(store)
+    q = store.resources.embedder.embed_one("oven pizza temperature")
+    assert fresh.search(q, 4) == store.search(q, 4)
+    if isinstance(store, GraphStore):  # learned edge weights survive; nothing is rebuilt
+        assert nx.node_link_data(fresh.graph(), edges="edges") == nx.node_link_data(store.graph(), edges="edges")
+        assert (b, "SIMILAR", 3.25) in fresh.neighbors(a)
+
+
 def test_graph_similar_edges_are_capped_by_knn(hash_resources):
     store = GraphStore(hash_resources, similar_k=3, similar_threshold=0.0, cooccur_cap=2)
     items = [MemoryItem(text=f"fridge milk tea step {i}", kind="tip") for i in range(40)]
@@ -322,6 +357,8 @@ def test_llm_graph_extracts_facts_and_dedups_entities(hash_resources, tmp_path):
                       {"name": "Berlin", "type": "place"}],
          "facts": [{"subject": "Carolyn", "predicate": "visited", "object": "Berlin", "valid_at": None}]},
         {"matches": [{"name": "Carolyn", "same_as": "caroline"}]},
+        {"entities": [{"name": "CAROLINE", "type": "person"}, {"name": "Oslo", "type": "place"}],
+         "facts": [{"subject": "CAROLINE", "predicate": "flew to", "object": "Oslo", "valid_at": "2024"}]},
     ])
     a = MemoryItem(text="Caroline moved to Paris in May 2023", kind="fact")
     b = MemoryItem(text="Carolyn visited Berlin", kind="fact")
@@ -334,6 +371,13 @@ def test_llm_graph_extracts_facts_and_dedups_entities(hash_resources, tmp_path):
         ("caroline", "moved to", "paris", "May 2023", a.id), ("caroline", "visited", "berlin", None, b.id)}
     store.delete(b.id)
     assert [f["item_id"] for f in store.facts()] == [a.id]
+    store.save(tmp_path / "kg")
+    loaded = LLMGraphStore.load(tmp_path / "kg", store.resources)
+    assert loaded.facts() == store.facts()
+    c = MemoryItem(text="CAROLINE flew to Oslo", kind="fact")
+    loaded.add([c])  # the reloaded store still knows its entities: an exact match merges
+    assert loaded.entities(c.id) == ["caroline", "oslo"]
+    assert set(loaded.items_for_entity("caroline")) == {a.id, c.id}
 
 
 def test_llm_graph_corrective_retry_then_heuristic(hash_resources, tmp_path, caplog):

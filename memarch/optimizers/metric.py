@@ -46,3 +46,36 @@ class BenchmarkMetric:
 
         return evaluate(architecture, self.benchmark, split=str(data), resources=self.resources,
                         limit=self.limit, **self.kwargs)
+
+
+class CachedMetric:
+    """Memoise a deterministic metric per (architecture, data): seeds and strategies of one
+    `compare` that meet the same architecture pay for it once. Only for LM-free (deterministic)
+    metrics; failed results are not kept.
+
+    Example::
+
+        metric = CachedMetric(BenchmarkMetric("generated"))
+    """
+
+    def __init__(self, metric: Any):
+        self.metric = metric
+        self.results: dict[tuple[str, str], TrialResult] = {}
+        self.evaluations = 0
+
+    @property
+    def family(self) -> str:
+        return getattr(self.metric, "family", "conversation")
+
+    def __call__(self, architecture: Architecture | None, data: Any = "search") -> TrialResult:
+        import copy
+
+        key = (architecture.key() if architecture else "none", str(data))
+        if key not in self.results:
+            self.evaluations += 1
+            result = self.metric(architecture, data)
+            if result.failed:
+                return result
+            self.results[key] = result
+        # A copy: the search annotates costs on the result it gets.
+        return copy.deepcopy(self.results[key])

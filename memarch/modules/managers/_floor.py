@@ -171,7 +171,7 @@ class FloorManager(Manager):
         into.log("merged_from", self.actor, f"duplicate write ({why})", [dup.id], at, similarity=round(sim, 4),
                  episode_id=dup.episode_id)
         dup.status = "superseded"
-        dup.log("superseded", self.actor, f"duplicate of {into.id} ({why})", [into.id], at)
+        dup.log("superseded_by", self.actor, f"duplicate of {into.id} ({why})", [into.id], at)
         self._save(into, store)
 
     def _save(self, item: MemoryItem, store: Store) -> None:
@@ -187,7 +187,7 @@ class FloorManager(Manager):
                          status="superseded", related=[new.id])
         else:  # still pending in this batch
             old.status = "superseded"
-            old.log("superseded", self.actor, reason, [new.id], at)
+            old.log("superseded_by", self.actor, reason, [new.id], at)
         self._save(new, store)
 
     def _upsert(self, item: MemoryItem, store: Store, ns: str, pending: list[MemoryItem]) -> bool:

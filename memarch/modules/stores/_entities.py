@@ -17,6 +17,13 @@ whether which while who whom whose why will with within without would yes yet yo
 yourselves one two next first last new take took go went see saw said says say thing things something
 """.split())
 
+# Imperative verbs that open agent steps ("Open the fridge.") and are not names.
+OPENERS = frozenset({"open", "close", "check", "look", "find", "put", "pick", "move", "try", "use", "avoid",
+                     "when", "if", "always", "never", "first", "then", "search", "read", "write", "ask",
+                     "answer", "go", "walk", "examine", "cook", "slice", "inventory"})
+
+_NOT_NAMES = STOPWORDS | OPENERS
+
 MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
 _DATE = re.compile(
@@ -41,12 +48,13 @@ def normalise(name: str) -> str:
 
 
 def extract_entities(text: str, *, max_terms: int = 3) -> list[str]:
-    """Entities of ``text`` as normalised names, in order of first appearance.
+    """Entities of ``text`` as normalised names: dates, quoted strings, names, numbers, then the
+    ``max_terms`` most frequent content words.
 
     Example::
 
         extract_entities('Caroline moved to Paris on 8 May 2023 and said "never again".')
-        # ['caroline', 'paris', '8 may 2023', 'never again', ...]
+        # ['8 may 2023', 'never again', 'caroline', 'paris', 'moved']
     """
     found: list[str] = []
 
@@ -61,11 +69,10 @@ def extract_entities(text: str, *, max_terms: int = 3) -> list[str]:
         spans.append(m.span())
     for m in _QUOTED.finditer(text):
         keep(m.group(1))
-    openers = STOPWORDS | _common_openers()
     for m in _NAME.finditer(text):
         words = m.group(0).split()
         # Leading capitalised function words ("Use the Red Key", "The Louvre") are not the name.
-        while words and words[0].lower() in openers:
+        while words and words[0].lower() in _NOT_NAMES:
             words.pop(0)
         while words and words[0].lower() in ("of", "the", "de"):
             words.pop(0)
@@ -78,10 +85,3 @@ def extract_entities(text: str, *, max_terms: int = 3) -> list[str]:
     for word, _ in sorted(Counter(words).items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[:max_terms]:
         keep(word)
     return found
-
-
-def _common_openers() -> frozenset[str]:
-    # Imperative verbs that open agent steps ("Open the fridge.") and are not names.
-    return frozenset({"open", "close", "check", "look", "find", "put", "pick", "move", "try", "use",
-                      "avoid", "when", "if", "always", "never", "first", "then", "search", "read",
-                      "write", "ask", "answer", "go", "walk", "examine", "cook", "slice", "inventory"})

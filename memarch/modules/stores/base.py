@@ -123,7 +123,7 @@ class Store(dspy.Module):
             raise KeyError(f"no item {item_id!r} in namespace {namespace!r}")
         if item.active:
             item.status = status
-            item.log("deleted" if status == "deleted" else status, actor, reason, related, at)
+            item.log("superseded_by" if status == "superseded" else status, actor, reason, related, at)
             self._index_remove(namespace, [item_id])
             self._bump(namespace)
         return item

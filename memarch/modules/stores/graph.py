@@ -73,7 +73,7 @@ class GraphStore(VectorStore):
         similar_k: nearest neighbours examined per new item (default 8); keeps building O(n k).
         conflict_threshold: cosine above which opposite outcomes CONFLICT (default 0.85).
         reinforce_threshold: cosine above which equal known outcomes REINFORCE (default 0.85).
-        cooccur_cap: most recent items linked per shared entity (default 5).
+        cooccur_cap: COOCCURS edges per new item, to the items sharing most entities (default 5).
         max_terms: frequent content words kept as entities per item (default 3).
         index: dense index for search and kNN, default ``"ivf"`` (exact below ``ivf_min_items``,
             default 10000).

@@ -65,8 +65,10 @@ class LLMGraphStore(GraphStore):
         self.extractor = dspy.Predict(ExtractGraph)
         self.resolver = dspy.Predict(ResolveEntities)
         self._pending_facts: dict[str, list[tuple[str, str, str, str | None]]] = {}
-        # namespace -> lookup key (word or 4-letter prefix) -> canonical entity names; derived.
+        # namespace -> lookup key (word or 4-letter prefix) -> canonical entity names, and the names
+        # themselves; derived from the graph.
         self._name_keys: dict[str, dict[str, set[str]]] = {}
+        self._names: dict[str, set[str]] = {}
 
     # -- LM calls ---------------------------------------------------------------------------------
     def _predict(self, predictor: dspy.Predict, what: str, **inputs: Any) -> dspy.Prediction | None:
@@ -115,7 +117,7 @@ class LLMGraphStore(GraphStore):
     def _dedupe(self, namespace: str, item: MemoryItem, names: list[str]) -> dict[str, str]:
         """Map each raw name to a canonical entity name, merging duplicates of known entities."""
         keys = self._name_keys.setdefault(namespace, {})
-        known = set().union(*keys.values()) if keys else set()
+        known = self._names.setdefault(namespace, set())
         out: dict[str, str] = {}
         ask: dict[str, list[str]] = {}
         for raw in names:
@@ -138,9 +140,14 @@ class LLMGraphStore(GraphStore):
                 pick = normalise(same.get(raw) or "")
                 out[raw] = pick if pick in near else normalise(raw)
         for n in out.values():
-            for key in self._lookup_keys(n):
-                keys.setdefault(key, set()).add(n)
+            self._remember(namespace, n)
         return out
+
+    def _remember(self, namespace: str, name: str) -> None:
+        self._names.setdefault(namespace, set()).add(name)
+        keys = self._name_keys.setdefault(namespace, {})
+        for key in self._lookup_keys(name):
+            keys.setdefault(key, set()).add(name)
 
     @staticmethod
     def _lookup_keys(name: str) -> set[str]:
@@ -208,10 +215,8 @@ class LLMGraphStore(GraphStore):
 
     def _load_extra(self, state: dict, directory) -> None:
         super()._load_extra(state, directory)
-        self._name_keys = {}
+        self._name_keys, self._names = {}, {}
         for ns, g in self._graphs.items():
-            keys = self._name_keys.setdefault(ns, {})
             for _, data in g.nodes(data=True):
                 if data.get("layer") == "entity":
-                    for key in self._lookup_keys(data["name"]):
-                        keys.setdefault(key, set()).add(data["name"])
+                    self._remember(ns, data["name"])

@@ -192,7 +192,9 @@ class VectorStore(Store):
             if index is not None:
                 self._indexes[ns] = index
             elif active:
-                self._activate(ns, active, self.resources.embedder.embed([it.text for it in active]))
+                # Only the dense index: what subclasses derive (graph edges and their learned
+                # weights) was loaded from store.json and must not be rebuilt.
+                VectorStore._activate(self, ns, active, self.resources.embedder.embed([it.text for it in active]))
 
     def _read_index(self, meta: dict | None, directory: Path, active_ids: set[str], ns: str) -> DenseIndex | None:
         if not meta:

@@ -1,0 +1,73 @@
+"""``memarch compare``: strategies side by side at equal trial budgets over several seeds, with the
+human-designed presets and the no-memory agent on the same test split; prints the table, writes
+the PNG of best-so-far curves."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HELP = "compare search strategies (guided, random, tpe) at equal budgets over seeds: table + PNG"
+
+
+def add_arguments(p) -> None:
+    from memarch.cli.compile import add_search_arguments
+
+    add_search_arguments(p, default_budget=12)
+    p.add_argument("--target", type=float, default=None,
+                   help="search objective to reach (default: 99%% of the best any run found)")
+    p.add_argument("--no-baselines", action="store_true", help="skip the presets and the no-memory baseline")
+
+
+def run(args) -> int:
+    from memarch.cli.compile import check_numbers, lm_roles, parse_strategies
+
+    check_numbers(args)
+    strategies = parse_strategies(args.strategies, ["guided", "random", "tpe"])
+    roles = lm_roles(args)
+    if roles is None:
+        return compare_main(args, strategies, None)
+    with roles:
+        return compare_main(args, strategies, roles)
+
+
+def compare_main(args, strategies: list[str], roles) -> int:
+    import optuna
+
+    from memarch.cli.compile import Progress, build_metric, storage_url, tracker_for
+    from memarch.optimizers.compare import compare
+    from memarch.optimizers.tracking import ui_command
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.resources import Resources
+    from memarch.pipeline.space import ArchitectureSpace
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    embedder = Embedder(args.embedder) if args.embedder else None
+    resources = roles.resources(embedder=embedder) if roles else Resources(embedder=embedder)
+    metric = build_metric(args, resources)
+    lm = roles.task if roles else None
+    space = ArchitectureSpace(metric.family, lm_available=lm is not None)
+    seeds = args.seeds or 3
+    bar = Progress(args.budget * seeds * len(strategies), "compare")
+    try:
+        cmp = compare(metric, space, strategies, seeds=seeds, budget=args.budget, target=args.target, lm=lm,
+                      meta_lm=roles.meta if roles else None, storage=storage_url(args), resume=args.resume,
+                      tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None,
+                      baselines=not args.no_baselines, study_prefix=args.study_name or f"compare-{args.benchmark}",
+                      on_trial=bar)
+    finally:
+        bar.close()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    png = cmp.plot(out / f"compare-{args.benchmark}.png")
+    table = cmp.table()
+    (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
+    (out / f"compare-{args.benchmark}.json").write_text(json.dumps(
+        {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,
+         "runs": {s: [r.to_dict() for r in reps] for s, reps in cmp.runs.items()},
+         "evaluations": getattr(metric, "evaluations", None)}, indent=1, default=str))
+    print(table)
+    print(f"winner: {cmp.winner()}")
+    print(f"curves: {png}")
+    if not args.no_tracking:
+        print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
+    return 0

@@ -1,0 +1,189 @@
+"""``memarch compile``: search a benchmark's architecture space, pick on validation, report on test,
+save the program as JSON; every trial in an Optuna study (resumable) and in MLflow."""
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from memarch.errors import MemarchError
+
+HELP = "search the best memory architecture for a benchmark and save it as a program (JSON)"
+
+
+def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> None:
+    """The options `compile` and `compare` share."""
+    from memarch.benchmarks import BENCHMARKS, DEFAULT
+    from memarch.optimizers.study import DEFAULT_STORAGE
+    from memarch.optimizers.tracking import DEFAULT_TRACKING_URI
+
+    p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions of each split (faster)")
+    p.add_argument("--knob", action="append", default=[], metavar="KEY=INT",
+                   help="benchmark knob, e.g. --knob conversations=3 (generated)")
+    p.add_argument("--budget", type=int, default=default_budget, help=f"evaluated trials (default {default_budget})")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
+    p.add_argument("--strategies", default=None, help="comma-separated: guided,random,tpe,bruteforce")
+    p.add_argument("--k", type=int, default=3, help="guided proposals per round (default 3)")
+    p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
+    p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default all-MiniLM-L6-v2)")
+    p.add_argument("--storage", default=DEFAULT_STORAGE, help=f"Optuna storage URL (default {DEFAULT_STORAGE}; "
+                   "postgresql://user@host/db lets several machines share a study; 'memory' for none)")
+    p.add_argument("--study-name", default=None, help="study name (default from family, strategy and seed)")
+    p.add_argument("--resume", action="store_true", help="continue the study (or join it as another worker)")
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI, help=f"MLflow store (default {DEFAULT_TRACKING_URI})")
+    p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
+    p.add_argument("--out", default="mlruns/memarch", help="directory for the program JSON / table / PNG")
+    try:
+        from memarch.lm.arguments import add_lm_arguments
+    except ImportError:  # pragma: no cover - the LM package is part of memarch
+        p.add_argument("--lm", default="none")
+    else:
+        add_lm_arguments(p)
+
+
+def parse_strategies(text: str | None, default: list[str]) -> list[str]:
+    from memarch.optimizers.strategies import STRATEGIES
+
+    names = [s.strip() for s in text.split(",") if s.strip()] if text else default
+    bad = [n for n in names if n not in STRATEGIES]
+    if bad or not names:
+        raise MemarchError(f"unknown strategy {', '.join(bad) or '(none)'}; expected some of {', '.join(STRATEGIES)}")
+    return names
+
+
+def check_numbers(args) -> None:
+    if args.budget < 1:
+        raise MemarchError(f"--budget must be at least 1, got {args.budget}")
+    if args.seeds is not None and args.seeds < 1:
+        raise MemarchError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.limit is not None and args.limit < 1:
+        raise MemarchError(f"--limit must be at least 1, got {args.limit}")
+
+
+def build_metric(args, resources):
+    """A cached `BenchmarkMetric` for the parsed options."""
+    from memarch.optimizers.metric import BenchmarkMetric, CachedMetric
+
+    knobs = {}
+    for kv in args.knob:
+        key, _, val = kv.partition("=")
+        if not key or not val.lstrip("-").isdigit():
+            raise MemarchError(f"--knob takes KEY=INT, not {kv!r}")
+        knobs[key] = int(val)
+    metric = BenchmarkMetric(args.benchmark, resources=resources, data_path=args.data, limit=args.limit,
+                             knobs=knobs, budget_tokens=args.context_budget)
+    return CachedMetric(metric)
+
+
+def storage_url(args) -> str | None:
+    return None if args.storage in ("memory", "none", "") else args.storage
+
+
+class Progress:
+    """A tqdm bar over evaluated trials (stderr), as an ``on_trial`` callback."""
+
+    def __init__(self, total: int, desc: str):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit="trial", leave=False)
+        self.best = float("-inf")
+
+    def __call__(self, number, arch, result) -> None:
+        self.best = max(self.best, result.objective)
+        self.bar.set_postfix_str(f"best {self.best:.3f}")
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def lm_roles(args):
+    spec = getattr(args, "lm", "none") or "none"
+    if spec == "none" and not getattr(args, "meta_lm", None):
+        return None
+    from memarch.lm.arguments import roles_from_args
+
+    return roles_from_args(args)
+
+
+def tracker_for(args):
+    """An MLflow tracker for ``--tracking-uri`` (artifacts beside a sqlite store), or None."""
+    if args.no_tracking:
+        return None
+    from memarch.optimizers.tracking import DEFAULT_ARTIFACTS, Tracker
+
+    uri = args.tracking_uri
+    root = Path(uri[len("sqlite:///"):]).parent / "artifacts" if uri.startswith("sqlite:///") else DEFAULT_ARTIFACTS
+    return Tracker(uri, artifact_root=root)
+
+
+def add_arguments(p) -> None:
+    add_search_arguments(p, default_budget=20)
+    p.add_argument("--preset", default=None, help="start from a human-designed preset (see `memarch presets`)")
+    p.add_argument("--output", default=None, help="program JSON path (default OUT/<study>.program.json)")
+
+
+def run(args) -> int:
+    check_numbers(args)
+    strategies = parse_strategies(args.strategies, ["guided"])
+    roles = lm_roles(args)
+    if roles is None:
+        return _compile(args, strategies, None)
+    with roles:
+        return _compile(args, strategies, roles)
+
+
+def _compile(args, strategies: list[str], roles) -> int:
+    import optuna
+
+    from memarch.optimizers.compile import MemarchOptimizer
+    from memarch.optimizers.presets import get_preset
+    from memarch.optimizers.tracking import ui_command
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.resources import Resources
+    from memarch.pipeline.space import ArchitectureSpace
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    lm = roles.task if roles else None
+    meta = roles.meta if roles else None
+    resources = roles.resources(embedder=Embedder(args.embedder) if args.embedder else None) if roles \
+        else Resources(embedder=Embedder(args.embedder) if args.embedder else None)
+    metric = build_metric(args, resources)
+    space = ArchitectureSpace(metric.family, lm_available=lm is not None)
+    student = get_preset(args.preset, space) if args.preset else space
+    out = Path(args.out)
+    best = None
+    for strategy in strategies:
+        for seed in range(args.seeds or 1):
+            name = args.study_name or f"{args.benchmark}-{space.family}-{strategy}-s{seed}"
+            if args.study_name and (len(strategies) > 1 or (args.seeds or 1) > 1):
+                name = f"{args.study_name}-{strategy}-s{seed}"
+            bar = Progress(args.budget, f"{strategy} seed {seed}")
+            tracker = tracker_for(args)
+            opt = MemarchOptimizer(metric, strategy=strategy, budget=args.budget, lm=lm, meta_lm=meta, seed=seed,
+                                   k=args.k, storage=storage_url(args), study_name=name, resume=args.resume,
+                                   tracker=tracker, resources=resources, on_trial=bar)
+            try:
+                opt.compile(student, trainset="search", valset="validation", testset="test")
+            finally:
+                bar.close()
+            rep = opt.report
+            print(f"{strategy} seed {seed}: {rep.architecture.key()}  search {rep.search_score:.4f}  "
+                  f"validation {rep.validation_score:.4f}  test {rep.test_score:.4f}  ({rep.trials} trials, "
+                  f"{rep.invalid_pruned} invalid pruned)")
+            if best is None or rep.validation_score > best[0].validation_score:
+                best = (rep, opt)
+    rep, opt = best
+    from memarch.pipeline.program import MemoryProgram
+
+    path = Path(args.output) if args.output else out / f"{rep.study_name}.program.json"
+    MemoryProgram(rep.architecture, resources=resources).save(path, include_memory=False)
+    print(f"compiled: {rep.architecture.key()} (chosen on validation {rep.validation_score:.4f}; "
+          f"test {rep.test_score:.4f})")
+    print(f"program saved to {path}")
+    if not args.no_tracking:
+        print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
+    logging.getLogger(__name__).info("study %s", rep.study_name)
+    return 0
