@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--batch", type=int, default=100, help="items per add() call")
     ap.add_argument("--pair-seconds", type=float, default=4.0, help="time cap on one pair's queries")
     ap.add_argument("--threads", type=int, default=1, help="FAISS OpenMP threads")
+    ap.add_argument("--stores", default="", help="comma-separated store labels to run (default: all)")
     ap.add_argument("--data", default=None, help="ignored (make bench passes it to every benchmark)")
     args = ap.parse_args(argv)
     sizes = [2000, 10000] if args.quick else [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -175,6 +176,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             qs = queries(n_queries + 1, n)
             qvecs = hasher.embed([q.text for q in qs[:50]])
             for store_name, config, label in variants(pairs, n):
+                if args.stores and label not in args.stores.split(","):
+                    continue
                 # A fresh embedder per store: its in-memory memo must not carry over between stores.
                 resources = Resources(embedder=Embedder("hash", use_cache=False), cache_dir=Path(tmp))
                 items = [it.copy() for it in items_all[:n]]

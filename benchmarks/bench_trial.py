@@ -36,7 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embedder", default="all-MiniLM-L6-v2", help="'hash' for a model-free run")
     p.add_argument("--cache-dir", default=None, help="default: a fresh temporary directory (a true cold start)")
     p.add_argument("--warm-runs", type=int, default=2)
+    p.add_argument("--faiss-threads", type=int, default=1,
+                   help="OpenMP threads for FAISS searches (default 1: per-conversation indexes are small, "
+                        "and extra threads only contend for the 2 shared cores)")
     args = p.parse_args(argv)
+    if args.faiss_threads > 0:
+        import faiss
+
+        faiss.omp_set_num_threads(args.faiss_threads)
 
     from memarch.benchmarks.locomo import LoCoMo
     from memarch.pipeline.architecture import Architecture

@@ -193,6 +193,27 @@ def test_precomputed_vectors_survive_update_delete_and_reload(hash_resources, tm
         assert loaded.search(vecs[j], 5) == store.search(vecs[j], 5)
 
 
+@pytest.mark.parametrize("name", ["vector", "hybrid", "graph"])
+def test_in_place_edits_of_stored_items_reach_the_index(make, name):
+    store = make(name)
+    items = items_for()
+    store.add(items)
+    stored = store.get(items[0].id)
+    stored.text = "Bake bread in the Cellar oven"  # edited in place, then update()
+    store.update(stored)
+    q = store.resources.embedder.embed_one("Bake bread in the Cellar oven")
+    top, score = store.search(q, 1)[0]
+    assert top.id == items[0].id and score == pytest.approx(1.0, abs=1e-5)
+    gone = store.get(items[1].id)
+    gone.status = "superseded"
+    gone.log("superseded_by", "manager:test", related=[items[2].id])
+    store.update(gone)
+    assert items[1].id not in {it.id for it, _ in store.search(store.vectors([gone])[0], 10)}
+    if isinstance(store, GraphStore):
+        assert store.graph().has_edge(items[2].id, items[1].id, key="SUPERSEDES")
+        assert "bread" in store.entities(items[0].id)
+
+
 def test_ivf_index_switches_when_large_and_reloads(hash_resources, tmp_path):
     store = VectorStore(hash_resources, index="ivf", ivf_min_items=400, nprobe=64)
     items = [MemoryItem(text=f"doc {i}", kind="tip") for i in range(600)]
@@ -334,6 +355,21 @@ def test_graph_similar_edges_are_capped_by_knn(hash_resources):
     sim = [1 for _, _, k in g.edges(keys=True) if k == "SIMILAR"]
     co = [1 for _, _, k in g.edges(keys=True) if k == "COOCCURS"]
     assert 0 < len(sim) <= 40 * 3 and 0 < len(co) <= 40 * 2 * 3
+
+
+def test_graph_on_ivf_index_keeps_building_edges(hash_resources, tmp_path):
+    store = GraphStore(hash_resources, ivf_min_items=200, knn_nprobe=4, similar_threshold=0.0)
+    vecs = unit_rows(400, seed=3)
+    items = [MemoryItem(text=f"step {i} of the Cellar task", kind="tip", episode_id=f"e{i // 4}") for i in range(400)]
+    store.add(items[:300], vectors=vecs[:300])
+    assert store._indexes["default"].is_ivf
+    store.add(items[300:], vectors=vecs[300:])
+    assert any(t == "SIMILAR" for _, t, _ in store.neighbors(items[350].id))
+    assert (items[350].id, "DEPENDS", 1.0) in store.neighbors(items[351].id)
+    store.save(tmp_path / "g")
+    loaded = GraphStore.load(tmp_path / "g", hash_resources)
+    assert loaded.neighbors(items[350].id) == store.neighbors(items[350].id)
+    assert loaded.search(vecs[10], 3) == store.search(vecs[10], 3)
 
 
 def test_heuristic_entities():

@@ -54,6 +54,9 @@ def parse_strategies(text: str | None, default: list[str]) -> list[str]:
 
 
 def check_numbers(args) -> None:
+    from memarch.optimizers.study import check_storage_url
+
+    check_storage_url(storage_url(args))
     if args.budget < 1:
         raise MemarchError(f"--budget must be at least 1, got {args.budget}")
     if args.seeds is not None and args.seeds < 1:

@@ -89,32 +89,12 @@ class Comparison:
         return "\n".join(lines)
 
     def plot(self, path: str | Path) -> Path:
-        import matplotlib
+        from memarch.optimizers.curves import plot_curves
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import numpy as np
-
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        for strat, reports in self.runs.items():
-            n = max(len(r.curve) for r in reports)
-            curves = np.array([r.curve + [r.curve[-1]] * (n - len(r.curve)) for r in reports])
-            x = np.arange(1, n + 1)
-            line, = ax.plot(x, np.median(curves, axis=0), label=f"{strat} (median of {len(reports)})")
-            ax.fill_between(x, curves.min(axis=0), curves.max(axis=0), alpha=0.2, color=line.get_color())
-        ax.axhline(self.target, ls="--", color="grey", lw=1, label="target")
         bp = self.best_preset()
-        ax.set_xlabel("evaluated trials")
-        ax.set_ylabel("best-so-far search objective")
-        ax.set_title("memarch compare: best-so-far (band: min-max over seeds)" + (f"; best preset {bp[0]}" if bp else ""),
-                     fontsize=9)
-        ax.legend(fontsize=8)
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return path
+        title = "memarch compare: best-so-far (band: min-max over seeds)" + (f"; best preset {bp[0]}" if bp else "")
+        return plot_curves({s: [r.curve for r in reps] for s, reps in self.runs.items()}, path,
+                           target=self.target, title=title)
 
 
 def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str], *, seeds: int = 3,

@@ -158,10 +158,16 @@ class MemarchOptimizer:
             wall_s=time.perf_counter() - started, program_path=path, test_result=test_result,
             extras={"strategy_artifacts": strategy.artifacts()})
         if self.tracker is not None:
+            import tempfile
+
+            from memarch.optimizers.curves import plot_curves
+
+            tmp = Path(tempfile.mkdtemp(prefix="memarch-curve-")) / "curve.png"
+            plot_curves({strategy.name: [self.report.curve]}, tmp, title=f"{name}: best-so-far search objective")
             self.tracker.finish({"search_score": self.report.search_score,
                                  "validation_score": self.report.validation_score,
                                  "test_score": self.report.test_score if self.report.test_score is not None else float("nan"),
-                                 "trials": self.report.trials, "pick": pick.key()})
+                                 "trials": self.report.trials, "pick": pick.key()}, curve_png=tmp)
         logger.info("compiled %s: search %.4f validation %.4f test %s", pick.key(), self.report.search_score,
                     self.report.validation_score, self.report.test_score)
         return program

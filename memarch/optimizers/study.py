@@ -17,6 +17,13 @@ DEFAULT_STORAGE = "sqlite:///mlruns/optuna.db"
 SPACE_ATTR = "memarch_space"
 
 
+def check_storage_url(url: str | None) -> None:
+    """Refuse a storage URL memarch cannot open, before any work starts."""
+    if url in (None, "", ":memory:") or url.startswith(("sqlite:///", "postgresql", "postgres:", "mysql")):
+        return
+    raise MemarchError(f"unsupported --storage {url!r}: use sqlite:///PATH or postgresql://...")
+
+
 def make_storage(url: str | None = DEFAULT_STORAGE, *, heartbeat_interval: int = 10,
                  grace_period: int | None = None, max_retry: int = 2) -> optuna.storages.BaseStorage:
     """An RDB storage with heartbeat and retry of crashed trials, or in-memory for ``None``/":memory:".
@@ -28,6 +35,7 @@ def make_storage(url: str | None = DEFAULT_STORAGE, *, heartbeat_interval: int =
     A trial whose worker stops beating for ``grace_period`` seconds (default 2 x interval) is marked
     FAIL by the next worker and re-enqueued with the same params (up to ``max_retry`` times).
     """
+    check_storage_url(url)
     if url in (None, "", ":memory:"):
         return optuna.storages.InMemoryStorage()
     if url.startswith("sqlite:///"):
@@ -40,8 +48,6 @@ def make_storage(url: str | None = DEFAULT_STORAGE, *, heartbeat_interval: int =
             if url.startswith(plain):
                 url = "postgresql+psycopg2://" + url[len(plain):]
         engine_kwargs = {"pool_pre_ping": True}
-    else:
-        raise MemarchError(f"unsupported --storage {url!r}: use sqlite:///PATH or postgresql://...")
     import time
     import warnings
 

@@ -39,7 +39,7 @@ class Tracker:
         tracker = Tracker("sqlite:///mlruns/mlflow.db")
         tracker.start(study, strategy="guided", seed=0)
         ... Search(..., tracker=tracker).run(study)
-        tracker.finish(history, curve_png="curve.png")
+        tracker.finish({"test_score": 0.71}, curve_png="curve.png")
     """
 
     def __init__(self, tracking_uri: str = DEFAULT_TRACKING_URI, *, experiment: str = EXPERIMENT,

@@ -113,11 +113,13 @@ class DenseIndex:
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         return self.search_many(np.asarray(vector, dtype=np.float32).reshape(1, -1), k)[0]
 
-    def search_many(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+    def search_many(self, vectors: np.ndarray, k: int, *, nprobe: int | None = None) -> list[list[tuple[str, float]]]:
+        """Top-``k`` per row; ``nprobe`` overrides the IVF lists visited (ignored while exact)."""
         k = min(int(k), len(self))
         if k <= 0:
             return [[] for _ in range(len(vectors))]
-        scores, ints = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        params = faiss.SearchParametersIVF(nprobe=int(nprobe)) if nprobe and self.is_ivf else None
+        scores, ints = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), k, params=params)
         return [[(self.to_item[n], float(s)) for s, n in zip(srow, irow) if n >= 0]
                 for srow, irow in zip(scores.tolist(), ints.tolist())]
 

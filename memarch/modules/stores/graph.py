@@ -75,6 +75,8 @@ class GraphStore(VectorStore):
         reinforce_threshold: cosine above which equal known outcomes REINFORCE (default 0.85).
         cooccur_cap: COOCCURS edges per new item, to the items sharing most entities (default 5).
         max_terms: frequent content words kept as entities per item (default 3).
+        knn_nprobe: IVF lists visited by the kNN of edge building (default: ``nprobe``, 16); lower
+            is faster and finds fewer SIMILAR edges (recall@8 0.90 / 0.80 / 0.72 at 16 / 8 / 4).
         index: dense index for search and kNN, default ``"ivf"`` (exact below ``ivf_min_items``,
             default 10000).
     """
@@ -90,6 +92,7 @@ class GraphStore(VectorStore):
         self.reinforce_threshold = float(config.get("reinforce_threshold", 0.85))
         self.cooccur_cap = int(config.get("cooccur_cap", 5))
         self.max_terms = int(config.get("max_terms", 3))
+        self.knn_nprobe = int(config.get("knn_nprobe", self.nprobe))
         self._graphs: dict[str, nx.MultiDiGraph] = {}
         # Derived from the records (rebuilt on load): active ids per key, last item per episode.
         self._by_key: dict[str, dict[str, set[str]]] = {}
@@ -206,7 +209,7 @@ class GraphStore(VectorStore):
             else:
                 new_ids.add(it.id)
             g.add_node(it.id, layer="content", kind=it.kind, active=True, status=it.status)
-        hits = self._indexes[namespace].search_many(vectors, self.similar_k + 1)
+        hits = self._indexes[namespace].search_many(vectors, self.similar_k + 1, nprobe=self.knn_nprobe)
         floor = min(self.similar_threshold, self.conflict_threshold, self.reinforce_threshold)
         for it, names, nbrs in zip(items, self._extract(namespace, items), hits):
             query = self._query_of(it)

@@ -52,20 +52,26 @@ class VectorStore(Store):
         # so an update of usage or lineage costs no FAISS work and keeps precomputed vectors.
         self._keep: set[tuple[str, str]] = set()
         self._saved_files: set[str] = set()
+        # namespace -> id -> hash of the text whose vector is indexed (rebuilt on load)
+        self._indexed_text: dict[str, dict[str, int]] = {}
 
     # -- write path -------------------------------------------------------------------------------
     def _unchanged(self, item: MemoryItem) -> bool:
-        old = self._records.get(item.namespace, {}).get(item.id)
-        return old is not None and old.active and item.active and old.text == item.text
+        # Against the text that was indexed, not the record: a caller may have edited the stored
+        # object in place before calling update().
+        indexed = self._indexed_text.get(item.namespace, {}).get(item.id)
+        return item.active and indexed is not None and indexed == hash(item.text)
 
     def add(self, items: Iterable[MemoryItem], vectors: np.ndarray | None = None) -> list[str]:
         items = list(items)
         if vectors is None:
             self._keep = {(it.namespace, it.id) for it in items if self._unchanged(it)}
         try:
-            return super().add(items, vectors)
+            out = super().add(items, vectors)
         finally:
             self._keep = set()
+        self._drop_stale(items)
+        return out
 
     def update(self, item: MemoryItem) -> None:
         self._keep = {(item.namespace, item.id)} if self._unchanged(item) else set()
@@ -73,6 +79,14 @@ class VectorStore(Store):
             super().update(item)
         finally:
             self._keep = set()
+        self._drop_stale([item])
+
+    def _drop_stale(self, items: list[MemoryItem]) -> None:
+        """Items made inactive in place (status set on the stored object itself) still sit in the
+        index, since the base class saw no active -> inactive change: take them out now."""
+        for it in items:
+            if not it.active and it.id in self._indexed_text.get(it.namespace, {}):
+                self._deactivate(it.namespace, [it.id])
 
     def _index_add(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray | None) -> None:
         fresh = [j for j, it in enumerate(items) if (namespace, it.id) not in self._keep]
@@ -97,6 +111,9 @@ class VectorStore(Store):
             index = self._indexes[namespace] = DenseIndex(
                 vectors.shape[1], self.index_kind, ivf_min_items=self.ivf_min_items, nprobe=self.nprobe)
         index.add([it.id for it in items], vectors)
+        texts = self._indexed_text.setdefault(namespace, {})
+        for it in items:
+            texts[it.id] = hash(it.text)
 
     def _refresh(self, namespace: str, items: list[MemoryItem]) -> None:
         """``items`` were re-stored with unchanged text and stay active: the vector stays put;
@@ -107,6 +124,9 @@ class VectorStore(Store):
         index = self._indexes.get(namespace)
         if index is not None:
             index.remove(item_ids)
+        texts = self._indexed_text.get(namespace, {})
+        for iid in item_ids:
+            texts.pop(iid, None)
 
     # -- dense access -----------------------------------------------------------------------------
     def vectors(self, items: list[MemoryItem]) -> np.ndarray:
@@ -184,13 +204,14 @@ class VectorStore(Store):
                 path.unlink(missing_ok=True)
 
     def _load_extra(self, state: dict, directory: Path) -> None:
-        self._indexes = {}
+        self._indexes, self._indexed_text = {}, {}
         dense = state.get("dense", {})
         for ns, recs in self._records.items():
             active = [it for it in recs.values() if it.active]
             index = self._read_index(dense.get(ns), directory, {it.id for it in active}, ns)
             if index is not None:
                 self._indexes[ns] = index
+                self._indexed_text[ns] = {it.id: hash(it.text) for it in active}
             elif active:
                 # Only the dense index: what subclasses derive (graph edges and their learned
                 # weights) was loaded from store.json and must not be rebuilt.

@@ -88,7 +88,12 @@ class AttributionProposer:
         best, best_key = None, None
         for field in ("encode", "store", "retrieve", "manage"):
             for e in ctx.untried_edits(base, field, taken):
-                n = ctx.observations.count(field, e.after) if field != "encode" else 0
+                if field == "encode":
+                    added = set(e.architecture.encode) - set(base.encode)
+                    # a pure removal explores nothing new
+                    n = min((ctx.observations.count("encode", a) for a in added), default=ctx.observations.n)
+                else:
+                    n = ctx.observations.count(field, e.after)
                 key = (n, -e.support, e.text)
                 if best_key is None or key < best_key:
                     best, best_key = e, key

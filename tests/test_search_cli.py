@@ -1,0 +1,59 @@
+"""The search CLI end to end on a tiny generated benchmark (hash embedder): compile with resume,
+compare with table + PNG, presets, ui, and one-line errors with exit code 2."""
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+
+from memarch.cli import main
+
+TINY = ["--benchmark", "generated", "--knob", "conversations=1", "--knob", "sessions=3", "--limit", "8",
+        "--embedder", "hash", "--no-tracking"]
+
+
+def test_compile_saves_a_program_and_resumes_its_study(tmp_path, capsys):
+    from memarch.pipeline.program import MemoryProgram
+
+    storage = f"sqlite:///{tmp_path}/optuna.db"
+    args = ["compile", *TINY, "--budget", "3", "--storage", storage, "--study-name", "s",
+            "--out", str(tmp_path), "--output", str(tmp_path / "p.json")]
+    assert main(args) == 0
+    assert "compiled:" in capsys.readouterr().out
+    assert MemoryProgram.load(tmp_path / "p.json").architecture.family == "conversation"
+    assert main(args) == 2  # the study exists: --resume is required
+    assert "--resume" in capsys.readouterr().err
+    assert main(args[:args.index("--budget")] + ["--budget", "5", "--resume"] + args[args.index("--budget") + 2:]) == 0
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert len([t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]) == 5
+
+
+def test_compare_prints_table_and_writes_png(tmp_path, capsys):
+    assert main(["compare", *TINY, "--budget", "3", "--seeds", "1", "--strategies", "guided,random",
+                 "--storage", "memory", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "trials to target" in out and "best preset" in out and "no memory" in out and "curves:" in out
+    assert (tmp_path / "compare-generated.png").stat().st_size > 1000
+    data = json.loads((tmp_path / "compare-generated.json").read_text())
+    assert {r["strategy"] for r in data["rows"]} == {"guided", "random"}
+
+
+def test_presets_and_ui(tmp_path, capsys):
+    assert main(["presets", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["mem0"]["valid_without_lm"] and not rows["zep"]["valid_without_lm"]
+    assert main(["ui", "--tracking-uri", f"sqlite:///{tmp_path}/none.db"]) == 2
+    (tmp_path / "m.db").touch()
+    assert main(["ui", "--tracking-uri", f"sqlite:///{tmp_path}/m.db", "--print-only"]) == 0
+    assert "mlflow ui --backend-store-uri" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", [["compare", "--strategies", "nope"], ["compile", "--budget", "0"],
+                                 ["compile", "--preset", "nosuch", "--budget", "1", "--storage", "memory",
+                                  "--no-tracking", "--embedder", "hash"],
+                                 ["compile", "--storage", "ftp://x", "--no-tracking", "--embedder", "hash"]])
+def test_bad_input_is_one_line_exit_2(bad, capsys):
+    assert main(bad) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memarch: error:") and "\n" not in err
