@@ -75,7 +75,8 @@ def part_generated(args) -> None:
     from memarch.pipeline.space import ArchitectureSpace
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    knobs = {k: int(v) for k, _, v in (kv.partition("=") for kv in args.knob)}
+    # Default: a small generated benchmark, so that the exhaustive sweep fits in about half an hour.
+    knobs = {k: int(v) for k, _, v in (kv.partition("=") for kv in args.knob)} or {"conversations": 2, "sessions": 5}
     metric = BenchmarkMetric("generated", knobs=knobs, limit=args.limit)
     space = ArchitectureSpace(metric.family, lm_available=False)
     path = Path(args.table or f"mlruns/bench_search_sweep_{'_'.join(f'{k}{v}' for k, v in sorted(knobs.items())) or 'default'}.json")
@@ -142,7 +143,8 @@ def part_locomo(args) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default="../shared/data")
-    p.add_argument("--knob", action="append", default=[], help="generated benchmark knob KEY=INT")
+    p.add_argument("--knob", action="append", default=[],
+                   help="generated benchmark knob KEY=INT (default conversations=2, sessions=5)")
     p.add_argument("--limit", type=int, default=None, help="questions per split of the generated benchmark")
     p.add_argument("--table", default=None, help="sweep results JSON (resumable)")
     p.add_argument("--sweep-seconds", type=float, default=None, help="stop the sweep after this long")

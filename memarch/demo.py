@@ -14,7 +14,7 @@ from memarch.cli import main as memarch
 
 def run(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m memarch.demo", description=__doc__)
-    p.add_argument("--budget", type=int, default=12, help="trials per strategy and seed (default 12)")
+    p.add_argument("--budget", type=int, default=10, help="trials per strategy and seed (default 10)")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--extra", type=int, default=4, help="trials the winner's compile adds (default 4)")
     p.add_argument("--out", default="mlruns/demo")

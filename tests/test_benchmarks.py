@@ -212,3 +212,16 @@ def test_textworld_is_offered_only_when_its_file_exists(monkeypatch):
 
     monkeypatch.setattr(importlib.util, "find_spec", fake)
     assert "textworld" in available()
+
+
+def test_distractors_never_contain_a_persona_answer():
+    bench = GeneratedConversations(seed=0, distractors=12)
+    clean = GeneratedConversations(seed=0, distractors=0)
+    for noisy_d, clean_d in zip(bench.dialogues, clean.dialogues):
+        planned = {t.text for s in clean_d.sessions for t in s.turns}
+        chatter = [t.text.lower() for s in noisy_d.sessions for t in s.turns if t.text not in planned]
+        assert chatter
+        for q in noisy_d.questions:
+            if q.answer and q.category != "temporal":
+                for part in q.answer.lower().split(", "):
+                    assert not any(part in c for c in chatter), (part, q.text)

@@ -183,7 +183,7 @@ class Rooms(TaskBenchmark):
     def __init__(self, tasks, **kw):
         super().__init__(tasks, **kw)
 
-    def attempt(self, task, context):
+    def attempt(self, task, context, retrieval=None):
         room = task.metadata["room"]
         code = f"code{room}x"
         ok = context is not None and code in context
@@ -255,3 +255,33 @@ def test_cli_malformed_locomo_file(tmp_path, capsys):
     assert main(["evaluate", "--benchmark", "locomo", "--data", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert str(bad) in err and "expected a JSON list" in err
+
+
+# -- LM reader and judge ----------------------------------------------------------------------------
+def test_judge_gets_one_corrective_retry(hash_resources):
+    from memarch.benchmarks.reader import AnswerJudge
+
+    hash_resources.lm = DummyLM([{"correct": "maybe"}, {"correct": False}], adapter=dspy.JSONAdapter())
+    judge = AnswerJudge(hash_resources)
+    assert judge("Where?", "Boston", "Paris") is False and judge.fallbacks == 0
+
+
+def test_reader_falls_back_to_abstaining_after_the_retry(hash_resources):
+    hash_resources.lm = DummyLM([{"wrong": "x"}, {"wrong": "y"}], adapter=dspy.JSONAdapter())
+    reader = MemoryReader(hash_resources)
+    assert reader("ctx", "q?") == "No information available." and reader.fallbacks == 1
+
+
+def test_attribution_rows_export_the_failures(toy_modules, hash_resources):
+    from memarch.benchmarks.attribution import attribution_rows
+
+    result = evaluate(TOY, ToyBench([pet_dialogue()]), split="all", resources=hash_resources)
+    rows = attribution_rows(result)
+    assert len(rows) == 5 and {r["module"] for r in rows} == {"encode", "manage", "store", "retrieve"}
+    assert all(r["gold"] and r["lost"] for r in rows)
+
+
+def test_an_invalid_architecture_is_a_failed_trial(toy_modules, hash_resources):
+    bad = {"encode": ["t_turn"], "store": "t_store", "retrieve": "nope", "manage": "t_keep"}
+    result = evaluate(bad, ToyBench([pet_dialogue()]), split="all", resources=hash_resources)
+    assert result.failed and "nope" in result.error

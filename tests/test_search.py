@@ -225,3 +225,9 @@ def test_presets_map_to_the_space(space):
     valid = presets_for(space)
     assert "mem0" in valid and "zep" not in valid  # zep needs llm_graph (an LM)
     assert get_preset("mem0", ArchitectureSpace("experience")).key() == "tip|vector|hybrid|json_full"
+
+
+def test_bruteforce_enumerates_the_valid_space_once(space):
+    metric = SyntheticMetric(n_queries=10)
+    search, study, history = _run(make_strategy("bruteforce", seed=0), space, metric, budget=30)
+    assert len(history.tried()) == 30 == len(metric.calls) and not search.invalid

@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from memarch.modules.stores.base import Store
 
 
+def sources(item: MemoryItem) -> list[str]:
+    """What an item cites: its turn or step ids and the episode it came from (agent benchmarks name
+    whole episodes as gold; dialogue benchmarks name turns)."""
+    return [*item.source_ids, item.episode_id] if item.episode_id else list(item.source_ids)
+
+
 @dataclass
 class WriteTrace:
     """What the encoders produced and what the manager let through, per namespace and source id."""
@@ -32,7 +38,7 @@ class WriteTrace:
     def record(self, encoded: Iterable[MemoryItem], kept: Iterable[MemoryItem]) -> None:
         for it in encoded:
             by_source = self.encoded.setdefault(it.namespace, {})
-            for sid in it.source_ids:
+            for sid in sources(it):
                 by_source.setdefault(sid, set()).add(it.id)
         for it in kept:
             self.kept.setdefault(it.namespace, set()).add(it.id)
@@ -51,7 +57,7 @@ class StoreView:
             return hit[1]
         index: dict[str, list[MemoryItem]] = {}
         for it in store.list(namespace, include_deleted=True):
-            for sid in it.source_ids:
+            for sid in sources(it):
                 index.setdefault(sid, []).append(it)
         self._cache[namespace] = (version, index)
         return index
@@ -88,7 +94,7 @@ def attribute(gold: Iterable[str], trace: WriteTrace, store: "Store | None", nam
     stages the most common stage wins, ties going to the earliest stage in the pipeline.
     """
     gold = list(dict.fromkeys(gold))
-    covered = {sid for it in retrieved for sid in it.source_ids}
+    covered = {sid for it in retrieved for sid in sources(it)}
     facts: dict[str, Any] = {"gold": gold, "retrieved_sources": sorted(covered & set(gold))}
     if not gold:
         facts["reason"] = "no gold evidence"

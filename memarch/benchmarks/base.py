@@ -111,11 +111,7 @@ class Benchmark:
             qs = [q for q in d.questions if self.split_of(d, q) == name]
             if qs:
                 kept.append(replace(d, questions=qs))
-        view = object.__new__(type(self))
-        view.__dict__.update(self.__dict__)
-        view.dialogues = kept
-        view.split_name = name
-        return view
+        return self._view(dialogues=kept, split_name=name)
 
     def limit(self, n: int | None) -> "Benchmark":
         """The first ``n`` questions in stream order (dialogues kept whole up to the last needed)."""
@@ -127,9 +123,13 @@ class Benchmark:
                 break
             kept.append(replace(d, questions=d.questions[:left]))
             left -= len(kept[-1].questions)
+        return self._view(dialogues=kept)
+
+    def _view(self, **changes: Any) -> "Benchmark":
+        """A shallow copy with some attributes replaced; the data itself is shared, never copied."""
         view = object.__new__(type(self))
         view.__dict__.update(self.__dict__)
-        view.dialogues = kept
+        view.__dict__.update(changes)
         return view
 
     # -- description -----------------------------------------------------------------------------
@@ -166,7 +166,7 @@ class TaskBenchmark(Benchmark):
 
     Subclasses fill ``self.tasks`` and implement :meth:`attempt` (run the agent on one task with
     an optional memory context, return the trajectory as an `Episode` with its outcome) and may
-    override :meth:`score`. Splits are over tasks; inside a split the first ``collect_share`` of
+    override :meth:`score` and :meth:`gold_sources`. Splits are over tasks; inside a split the first ``collect_share`` of
     the tasks are collected (no memory read, trajectories written), the rest deployed.
     """
 
@@ -181,7 +181,9 @@ class TaskBenchmark(Benchmark):
         self.mode = mode
         self.collect_share = float(collect_share)
 
-    def attempt(self, task: AgentTask, context: str | None) -> Episode:
+    def attempt(self, task: AgentTask, context: str | None, retrieval: Any = None) -> Episode:
+        """Play ``task`` with the memory ``context`` (None while collecting); ``retrieval`` is the
+        structured read behind it (scored items), for agents that use more than the text."""
         raise NotImplementedError
 
     def score(self, task: AgentTask, episode: Episode) -> float:
@@ -196,19 +198,13 @@ class TaskBenchmark(Benchmark):
             return self
         if name not in SPLITS:
             raise MemarchError(f"unknown split {name!r}; expected one of {', '.join(SPLITS)} or all")
-        view = object.__new__(type(self))
-        view.__dict__.update(self.__dict__)
-        view.tasks = [t for t in self.tasks if _bucket(self.seed, t.id, self.fractions) == name]
-        view.split_name = name
-        return view
+        return self._view(tasks=[t for t in self.tasks if _bucket(self.seed, t.id, self.fractions) == name],
+                          split_name=name)
 
     def limit(self, n: int | None) -> "TaskBenchmark":
         if n is None:
             return self
-        view = object.__new__(type(self))
-        view.__dict__.update(self.__dict__)
-        view.tasks = self.tasks[: int(n)]
-        return view
+        return self._view(tasks=self.tasks[: int(n)])
 
     def phases(self) -> tuple[list[AgentTask], list[AgentTask]]:
         """(collection tasks, deployment tasks) of this split, disjoint, in a fixed order."""

@@ -42,6 +42,16 @@ NEVER_SAID = [("What is the name of {x}'s sailboat?", "sailboat"),
               ("What colour is {x}'s motorbike?", "motorbike"),
               ("How many siblings does {x} have?", "siblings"),
               ("What is {x}'s favourite football team?", "football")]
+# Third parties (distractors) draw from their own vocabularies: a look-alike turn must cost budget,
+# never supply a persona's answer by chance (that would inflate recall for noisy retrieval).
+OTHER_JOBS = ["welder", "tax advisor", "lifeguard", "surveyor", "barista", "locksmith", "translator"]
+OTHER_CITIES = ["Boise", "Gdansk", "Porto", "Halifax", "Leipzig", "Cork", "Tampere"]
+OTHER_PETS = ["poodle", "gecko", "cockatiel", "rabbit", "dalmatian"]
+OTHER_PET_NAMES = ["Rusty", "Clover", "Bean", "Ginger", "Pixel"]
+OTHER_HOBBIES = ["fencing", "origami", "archery", "beekeeping", "curling"]
+OTHER_INSTRUMENTS = ["tuba", "bagpipes", "oboe", "mandolin", "xylophone"]
+OTHER_EVENTS = ["went bowling", "toured a brewery", "ran a bake sale", "went to a comedy show",
+                "repainted the garage"]
 CHATTER = ["The weather has been awful, rain all week.", "Did you watch the game on Sunday?",
            "I really need a vacation soon.", "Traffic this morning was unbelievable.",
            "I've been trying to drink more water lately.", "My phone battery dies so fast these days.",
@@ -166,12 +176,12 @@ def _possessive(x: str) -> str:
 def _distractor(rng: random.Random) -> str:
     who = rng.choice(THIRD_PARTIES)
     return rng.choice([
-        f"By the way, {who} just got hired at {rng.choice(COMPANIES)} as their new {rng.choice(JOBS)}.",
-        f"Oh, and {who} finally moved to {rng.choice(CITIES)}, can you believe it?",
-        f"{who.capitalize()} adopted a {rng.choice(PETS)[0]} named {rng.choice(PET_NAMES)}.",
-        f"{who.capitalize()} keeps inviting me to try {rng.choice(HOBBIES)} with them.",
-        f"{who.capitalize()} has been learning the {rng.choice(INSTRUMENTS)}, it's hilarious.",
-        f"{who.capitalize()} {rng.choice(EVENTS)[0].replace(' my ', ' their ')} {rng.choice(RELATIVE)}.",
+        f"By the way, {who} just got hired at {rng.choice(COMPANIES)} as their new {rng.choice(OTHER_JOBS)}.",
+        f"Oh, and {who} finally moved to {rng.choice(OTHER_CITIES)}, can you believe it?",
+        f"{who.capitalize()} adopted a {rng.choice(OTHER_PETS)} named {rng.choice(OTHER_PET_NAMES)}.",
+        f"{who.capitalize()} keeps inviting me to try {rng.choice(OTHER_HOBBIES)} with them.",
+        f"{who.capitalize()} has been learning the {rng.choice(OTHER_INSTRUMENTS)}, it's hilarious.",
+        f"{who.capitalize()} {rng.choice(OTHER_EVENTS)} {rng.choice(RELATIVE)}.",
         rng.choice(CHATTER),
     ])
 

@@ -76,7 +76,7 @@ def collect_then_deploy(program: "MemoryProgram | None", bench: TaskBenchmark, *
             retrieval = program.read(Query(text=task.text, id=task.id, episode_id=task.id,
                                            namespace=task.namespace), top_k=top_k, budget_tokens=budget_tokens)
             context = retrieval.context
-        episode = bench.attempt(task, context)
+        episode = bench.attempt(task, context, retrieval=retrieval)
         if program is not None and bench.mode == "dynamic":
             program.write(episode)
         yield Deployment(task, retrieval, episode, bench.score(task, episode))

@@ -33,7 +33,15 @@ def _load_sentence_transformer(model: str):
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             from sentence_transformers import SentenceTransformer
+
+            try:  # the weight-loading progress bar is noise on a CLI
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except ImportError:  # pragma: no cover
+                pass
 
             path = bundled_model_path() if model == DEFAULT_MODEL else model
             _MODELS[model] = SentenceTransformer(path, device="cpu")
@@ -65,7 +73,9 @@ class Embedder:
     @property
     def dim(self) -> int:
         if self._dim is None:
-            self._dim = int(_load_sentence_transformer(self.model).get_sentence_embedding_dimension())
+            model = _load_sentence_transformer(self.model)
+            getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            self._dim = int(getter())
         return self._dim
 
     def _key(self, text: str) -> str:

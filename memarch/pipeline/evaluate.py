@@ -3,6 +3,7 @@
 failure attribution. A trial that raises is returned as ``failed=True``; the study goes on."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import traceback
@@ -49,6 +50,9 @@ class _TracedProgram:
         self._last = []
         kept = self.program.write(episode)
         self.trace.record(self._last, kept)
+
+    def read(self, *args: Any, **kwargs: Any):
+        return self.program.read(*args, **kwargs)
 
     def __exit__(self, *exc: object) -> None:
         self.program.__dict__.pop("encode", None)
@@ -103,8 +107,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
     if top_k is None:
         top_k = max(4, (budget_tokens or 200) // 10)
     arch = architecture_or_program.architecture if isinstance(architecture_or_program, MemoryProgram) \
-        else (Architecture.from_dict(architecture_or_program) if isinstance(architecture_or_program, dict)
-              else architecture_or_program)
+        else (None if isinstance(architecture_or_program, dict) else architecture_or_program)
     bench_name = benchmark if isinstance(benchmark, str) else getattr(benchmark, "name", "?")
     acct = _accounting(resources, accounting)
     before = acct.snapshot() if acct is not None else None
@@ -117,6 +120,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             benchmark = get_benchmark(benchmark)
         view = benchmark.split(split).limit(limit)
         program = _build_program(architecture_or_program, resources, top_k, budget_tokens, config)
+        arch = program.architecture if program is not None else arch
         if isinstance(view, TaskBenchmark):
             result = _run_tasks(program, view, top_k, budget_tokens, success_threshold)
         else:
@@ -158,6 +162,10 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
                     traced.write(session)
             timing["write_s"] += time.perf_counter() - t0
             t0 = time.perf_counter()
+            if program is not None and questions:
+                # One batched forward pass for the batch's queries instead of one per question;
+                # retrievers then find them in the embedder's memo.
+                program.resources.embedder.embed([q.text for q in questions])
             for q in questions:
                 outcome = _ask(program, dialogue.namespace, q, question_query(dialogue, q, session), top_k,
                                budget, reader, judge, objective, threshold, trace, view, per_query)
@@ -222,14 +230,9 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
     trace = WriteTrace()
     view = StoreView()
     outcomes: list[QueryOutcome] = []
-    traced = _TracedProgram(program, trace) if program is not None else None
-    if traced is not None:
-        traced.__enter__()
-        program_for_run = _WriteRecorder(traced)
-    else:
-        program_for_run = None
-    try:
-        for dep in collect_then_deploy(program_for_run, bench, top_k=top_k, budget_tokens=budget):
+    with contextlib.ExitStack() as stack:
+        traced = stack.enter_context(_TracedProgram(program, trace)) if program is not None else None
+        for dep in collect_then_deploy(traced, bench, top_k=top_k, budget_tokens=budget):
             success = dep.score >= threshold
             items = [s.item for s in dep.retrieval.items] if dep.retrieval is not None else []
             if program is not None and bench.mode == "dynamic" and dep.retrieval is not None:
@@ -243,9 +246,6 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
                                          category=str(dep.task.metadata.get("category", "")),
                                          attribution=attribution, evidence={"task": dep.task.text, **facts},
                                          retrieved_ids=[it.id for it in items]))
-    finally:
-        if traced is not None:
-            traced.__exit__()
     by_cat: dict[str, list[float]] = defaultdict(list)
     for o in outcomes:
         by_cat[o.category].append(o.score)
@@ -258,16 +258,3 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
         attribution={m: attribution.get(m, 0) for m in ("encode", "manage", "store", "retrieve")},
         metadata={"objective": "success_rate", "protocol": f"collect_deploy:{bench.mode}",
                   "success_threshold": threshold})
-
-
-class _WriteRecorder:
-    """The program as the collect/deploy protocol sees it: reads pass through, writes are traced."""
-
-    def __init__(self, traced: _TracedProgram):
-        self._traced = traced
-
-    def write(self, episode: Episode) -> None:
-        self._traced.write(episode)
-
-    def read(self, *args: Any, **kwargs: Any):
-        return self._traced.program.read(*args, **kwargs)

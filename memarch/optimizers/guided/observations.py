@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from memarch.optimizers.history import History
+from memarch.pipeline.architecture import Architecture
 
 FIELDS = ("encode", "store", "retrieve", "manage")
 # Shrink a choice's mean towards the overall mean as if it had this many extra average trials,
@@ -47,7 +48,7 @@ class Observations:
             obs.add(r.architecture, r.objective)
         return obs
 
-    def add(self, arch, objective: float) -> None:
+    def add(self, arch: Architecture, objective: float) -> None:
         self.n += 1
         self.total += objective
         keys = [("encode", e) for e in arch.encode] + [(f, getattr(arch, f)) for f in FIELDS[1:]]

@@ -47,9 +47,10 @@ class ProposalContext:
 class AttributionProposer:
     """Deterministic, LM-free proposals.
 
-    Roles: ``exploit`` edits the champion on the gradient's module (then the next modules by
-    attributed failures) towards the best-supported untried choice; ``explore`` edits the leader
-    (or, when it is the champion, the least-observed choice of any module).
+    Roles: ``exploit`` edits the champion towards the best-supported untried choice of the modules
+    the failures point at (slots shared in proportion to attributed failures, the gradient's module
+    first); ``explore`` edits the leader (or, when it is the champion, takes the least-observed
+    choice of any module; encoder removals are never exploration).
 
     Example::
 
@@ -60,13 +61,11 @@ class AttributionProposer:
         taken = set(taken or ())
         out: list[Proposal] = []
         champ = ctx.champion.architecture
-        order = [ctx.gradient.primary_signal] + [m for m in ctx.diagnosis.ranked() if m != ctx.gradient.primary_signal]
-        # Modules no failure points at are still worth editing once the attributed ones run dry.
         n_exploit = max(1, k - 1) if k > 1 else 1
-        for field in order:
-            if len(out) >= n_exploit:
-                break
-            for e in ctx.untried_edits(champ, field, taken)[:1]:
+        for field in self._exploit_fields(ctx, n_exploit):
+            edits = ctx.untried_edits(champ, field, taken)
+            if edits:
+                e = edits[0]
                 out.append(self._proposal(e, "exploit", champ, f"{ctx.diagnosis.histogram.get(field, 0)} failures"))
                 taken.add(e.architecture.key())
         explore_base = ctx.leader.architecture if ctx.leader.architecture.key() != champ.key() else champ
@@ -81,6 +80,24 @@ class AttributionProposer:
         return out
 
     @staticmethod
+    def _exploit_fields(ctx: ProposalContext, slots: int) -> list[str]:
+        """Exploit slots shared among the modules failures point at, in proportion to their
+        attributed failures (D'Hondt): 12 retrieval failures and none elsewhere give every slot to
+        retrieve. Without attributed failures, the gradient's module, then the rest."""
+        hist = {m: n for m, n in ctx.diagnosis.histogram.items() if n > 0}
+        primary = ctx.gradient.primary_signal
+        if not hist:
+            return ([primary] + [m for m in ctx.diagnosis.ranked() if m != primary])[:slots]
+        given: dict[str, int] = {m: 0 for m in hist}
+        out = []
+        for _ in range(slots):
+            m = max(hist, key=lambda m: (hist[m] / (1 + given[m]), m == primary))
+            given[m] += 1
+            out.append(m)
+        # The gradient's recommendation (LM or rules) goes first.
+        return sorted(out, key=lambda m: m != primary)
+
+    @staticmethod
     def _proposal(e: Edit, role: str, parent: Architecture, why: str) -> Proposal:
         return Proposal(e.architecture, role=role, edit=e.text, parent=parent.key(), reason=why)
 
@@ -90,8 +107,9 @@ class AttributionProposer:
             for e in ctx.untried_edits(base, field, taken):
                 if field == "encode":
                     added = set(e.architecture.encode) - set(base.encode)
-                    # a pure removal explores nothing new
-                    n = min((ctx.observations.count("encode", a) for a in added), default=ctx.observations.n)
+                    if not added:
+                        continue  # a pure removal explores nothing new
+                    n = min(ctx.observations.count("encode", a) for a in added)
                 else:
                     n = ctx.observations.count(field, e.after)
                 key = (n, -e.support, e.text)
