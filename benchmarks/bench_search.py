@@ -118,10 +118,13 @@ def part_generated(args) -> None:
 
 
 def part_locomo(args) -> None:
+    import optuna
+
     from memarch.optimizers.compile import MemarchOptimizer
     from memarch.optimizers.metric import BenchmarkMetric, CachedMetric
     from memarch.pipeline.space import ArchitectureSpace
 
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     data = Path(args.data) / "locomo"
     if not data.exists():
         print(f"LoCoMo skipped: no data at {data}")

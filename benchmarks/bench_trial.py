@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -53,8 +54,17 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     bench = LoCoMo(args.data)
     load_s = time.perf_counter() - t0
-    s = bench.stats()
+    own_cache = args.cache_dir is None
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="memarch-bench-")
+    try:
+        return _measure(args, arch, bench, cache_dir, load_s)
+    finally:
+        if own_cache:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def _measure(args, arch, bench, cache_dir: str, load_s: float) -> int:
+    s = bench.stats()
     print(f"LoCoMo: {s['units']} conversations, {s['sessions']} sessions, {s['turns']} turns, "
           f"{s['questions']} questions (loaded in {load_s:.2f} s); architecture {arch.key()}; B={args.budget}")
     print(f"cache dir: {cache_dir}")

@@ -189,6 +189,9 @@ def test_stream_schedule_asks_after_the_evidence():
     assert [s.id for s, _ in sched] == ["s1", "s2"]
     assert [q.id for q in sched[0][1]] == ["q1", "q4"]
     assert [q.id for q in sched[1][1]] == ["q2", "q3"]
+    early = _dialogue()
+    early.questions = [q for q in early.questions if q.id in ("q1", "q4")]
+    assert [s.id for s, _ in stream_schedule(early)] == ["s1"]  # nothing left to ask after s1
 
 
 # -- registry -----------------------------------------------------------------------------------

@@ -88,6 +88,7 @@ class _Planner:
     def __init__(self, rng: random.Random, people: tuple[str, str], sessions: int):
         self.rng, self.people, self.sessions = rng, people, sessions
         self.says: list[_Say] = []
+        self.pets: list[tuple[str, str]] = []  # (species, tag) per person, for the joint question
         self.questions: list[tuple[str, str, str | None, list[str], str, dict]] = []  # category, text, answer, tags, id, meta
         self._n = 0
 
@@ -145,13 +146,13 @@ class _Planner:
                            f"{partner} has been practising the {instrument} every evening, the neighbours must love it.")
         self.ask("single-hop", f"What is the name of {x}'s partner?", partner, [t_partner])
         self.ask("multi-hop", f"Which instrument does {x}'s partner play?", instrument, [t_partner, t_instr])
-        self.pet_species = getattr(self, "pet_species", []) + [(species, t_pet)]
+        self.pets.append((species, t_pet))
         # Dated events, phrased relative to the session date.
         for past, base in r.sample(EVENTS, 2):
             s = r.randint(0, last)
             phrase = r.choice(RELATIVE)
             tag = self.say(s, x, f"I {past} {phrase}, still thinking about it.")
-            self.ask("temporal", f"When did {x} {base.replace('their', _possessive(x))}?", None, [tag],
+            self.ask("temporal", f"When did {x} {base}?", None, [tag],
                      relative=phrase)
         for question, topic in r.sample(NEVER_SAID, 1):
             self.ask("adversarial", question.format(x=x), None, [], never_said=topic)
@@ -159,18 +160,13 @@ class _Planner:
     def plan(self) -> None:
         for x in self.people:
             self.plan_person(x)
-        (sa, ta), (sb, tb) = self.pet_species
+        (sa, ta), (sb, tb) = self.pets
         self.ask("multi-hop", f"What animals do {self.people[0]} and {self.people[1]} keep as pets?",
                  f"{sa}, {sb}", [ta, tb])
 
 
 def _a(word: str) -> str:
     return "an" if word[0].lower() in "aeiou" else "a"
-
-
-def _possessive(x: str) -> str:
-    return "her" if x in ("Alice", "Chloe", "Elena", "Greta", "Ines", "Keiko", "Maya", "Nadia", "Priya",
-                          "Rosa", "Tamara", "Vera", "Ximena", "Zoe") else "his"
 
 
 def _distractor(rng: random.Random) -> str:

@@ -24,7 +24,8 @@ def ask_point(dialogue: Dialogue, question: Question, turn_session: dict[str, in
 
 
 def stream_schedule(dialogue: Dialogue) -> list[tuple[Episode, list[Question]]]:
-    """``[(session, questions asked right after writing it), ...]`` in time order.
+    """``[(session, questions asked right after writing it), ...]`` in time order, up to the
+    session of the last question.
 
     Questions are batched per session so that a retriever rebuilds its index once per session,
     not once per question (the fast-trial requirement).
@@ -34,7 +35,9 @@ def stream_schedule(dialogue: Dialogue) -> list[tuple[Episode, list[Question]]]:
     for q in dialogue.questions:
         if batches:
             batches[ask_point(dialogue, q, turn_session)].append(q)
-    return list(zip(dialogue.sessions, batches))
+    # Sessions after the last question cannot change any answer: skip writing them.
+    last = max((i for i, b in enumerate(batches) if b), default=-1)
+    return list(zip(dialogue.sessions, batches))[: last + 1]
 
 
 def question_query(dialogue: Dialogue, question: Question, session: Episode) -> Query:

@@ -72,6 +72,8 @@ class Embedder:
 
     @property
     def dim(self) -> int:
+        if self._dim is None and self._memo:  # known from a cached vector: no model load on warm trials
+            self._dim = int(next(iter(self._memo.values())).shape[0])
         if self._dim is None:
             model = _load_sentence_transformer(self.model)
             getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 
 import faiss
 import numpy as np
 
 logger = logging.getLogger(__name__)
+
+# Per-namespace indexes are small and searched one query at a time: OpenMP threads only contend
+# (measured: 58 ms vs 7 ms p95 at 100k on 2 busy cores). MEMARCH_FAISS_THREADS overrides.
+faiss.omp_set_num_threads(int(os.environ.get("MEMARCH_FAISS_THREADS", "1")))
 
 INDEX_KINDS = ("flat", "ivf")
 
