@@ -102,7 +102,8 @@ class TextWorldBenchmark(TaskBenchmark):
             for s in rng.sample(list(pool), min(self.tasks_per_game, len(pool))):
                 _, infos = self.env.reset(seed=s, gameFold=fold, gameName=game, gameParams=GAME_PARAMS[game])
                 tasks.append(AgentTask(id=f"{game}-{fold}-{s}", text=f"{game}: {infos['taskDescription']}",
-                                       namespace="textworld", metadata={"game": game, "fold": fold, "seed": s}))
+                                       namespace="textworld",
+                                       metadata={"game": game, "category": game, "fold": fold, "seed": s}))
         # Interleave games so the collection share covers every game.
         tasks.sort(key=lambda t: hash_seed(self.seed, t.id))
         self._task_cache[split] = tasks

@@ -59,7 +59,9 @@ def guides_from(retrieval: Retrieval | None) -> list[Guide]:
     for s in retrieval.items:
         steps = s.item.fields.get("steps")
         if isinstance(steps, list) and steps:
-            flat = [st if isinstance(st, str) else str(st.get("action", st)) for st in steps]
+            # Trajectory steps read "action -> observation"; only the action guides the next move.
+            flat = [(st if isinstance(st, str) else str(st.get("action", st))).split(" -> ", 1)[0].strip()
+                    for st in steps]
             out.append(Guide(flat, max(float(s.score), 1e-3), s.item.id, s.item.kind))
     return out
 
