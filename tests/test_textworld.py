@@ -72,3 +72,19 @@ def test_lm_free_agent_plays_without_memory(bench):
     ep = view.attempt(deploy[0], None)
     assert ep.outcome in ("success", "failure") and 1 <= len(ep.steps) <= 25
     assert 0.0 <= view.score(deploy[0], ep) <= 1.0
+
+
+def test_dspy_agent_picks_an_admissible_action_or_falls_back():
+    import dspy
+    from dspy.utils import DummyLM
+
+    from memarch.pipeline.agents import DSPyAgent
+
+    lm = DummyLM([{"reasoning": "the fridge holds food", "action": "open fridge"}], adapter=dspy.JSONAdapter())
+    agent = DSPyAgent(lm)
+    action, info = agent.act("cook", "You are in the kitchen.", ["look around", "open fridge"], [], "", [])
+    assert action == "open fridge" and info["lm"] is True
+    bad = DummyLM([{"reasoning": "x", "action": "fly to the moon"}] * 2, adapter=dspy.JSONAdapter())
+    agent = DSPyAgent(bad, fallback=MemoryGuidedAgent(seed=0))
+    action, info = agent.act("cook", "obs", ["look around", "open fridge"], ["look around"], "", [])
+    assert action == "open fridge" and info["lm"] is False and agent.fallbacks == 1

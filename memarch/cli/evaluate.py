@@ -98,6 +98,8 @@ def run(args) -> int:
 
         with roles_from_args(args) as roles:
             resources = roles.resources(embedder=embedder)
+            if hasattr(bench, "agent_lm"):  # agent tasks: the task LM plays (DSPy agent)
+                bench.agent_lm = resources.lm
             result = evaluate(arch, bench, split=args.split, resources=resources, budget_tokens=args.budget,
                               top_k=args.top_k, limit=args.limit, reader=MemoryReader(resources),
                               judge=AnswerJudge(resources) if args.judge else None, objective="qa_f1")
