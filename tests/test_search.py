@@ -3,7 +3,6 @@
 Runs on the fake AutoMem registry and the synthetic objective of test_search_doubles."""
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path

@@ -42,7 +42,7 @@ class Search:
         data: what the metric scores on (a split name such as ``"search"``, or a dataset).
         budget: evaluated (COMPLETE) trials the study should hold; pruned invalid draws do not count.
         tracker: optional MLflow tracker (one nested run per trial).
-        on_trial: called with each finished `TrialRecord`-worthy result (progress bars).
+        on_trial: called with (trial number, architecture, result) after each evaluation (progress bars).
     """
 
     def __init__(self, metric: Metric, space: "SearchSpace", strategy: "Strategy", *, budget: int,

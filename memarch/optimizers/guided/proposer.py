@@ -10,7 +10,7 @@ from typing import Any
 
 import dspy
 
-from memarch.optimizers.guided.diagnosis import Diagnosis, diagnose
+from memarch.optimizers.guided.diagnosis import Diagnosis
 from memarch.optimizers.guided.edits import Edit, candidate_edits, describe
 from memarch.optimizers.guided.gradient import TextualGradient
 from memarch.optimizers.guided.ledger import Ledger
@@ -49,8 +49,9 @@ class AttributionProposer:
 
     Roles: ``exploit`` edits the champion towards the best-supported untried choice of the modules
     the failures point at (slots shared in proportion to attributed failures, the gradient's module
-    first); ``explore`` takes the least-observed choice of any module around the leader, the
-    champion, then the next best architectures (best-first; encoder removals are not exploration).
+    first); ``explore`` takes the least-observed choice of any module around the leader (else the
+    champion; encoder removals are not exploration), and restarts from the Pareto front when every
+    neighbour is tried.
 
     Example::
 
@@ -68,40 +69,16 @@ class AttributionProposer:
                 e = edits[0]
                 out.append(self._proposal(e, "exploit", champ, f"{ctx.diagnosis.histogram.get(field, 0)} failures"))
                 taken.add(e.architecture.key())
+        explore_base = ctx.leader.architecture if ctx.leader.architecture.key() != champ.key() else champ
         while len(out) < k:
-            found = self._explore_best_first(ctx, taken)
-            if found is None:
-                break
-            e, base = found
-            out.append(self._proposal(e, "explore", base, "least observed choice"))
+            e = self._explore(ctx, explore_base, taken) or self._explore(ctx, champ, taken)
+            if e is None:
+                e = self._any_untried(ctx, taken)
+                if e is None:
+                    break
+            out.append(self._proposal(e, "explore", explore_base, "least observed choice"))
             taken.add(e.architecture.key())
         return out
-
-    def _explore_best_first(self, ctx: ProposalContext, taken: set[str]) -> tuple[Edit, Architecture] | None:
-        """Explore around the leader, then the champion, then every evaluated architecture from the
-        best down: on a plateau of tied scores the walk goes on from the tied neighbours instead of
-        stopping (or restarting from a cheap but poor point)."""
-        seen: set[str] = set()
-        ranked = sorted(ctx.history.records, key=lambda r: (-r.objective, r.number))
-        leader = ctx.leader.architecture
-        if leader.key() != ctx.champion.architecture.key():
-            e = self._explore(ctx, leader, taken)
-            if e is not None:
-                return e, leader
-        seen.add(ctx.champion.architecture.key())
-        e = self._explore(ctx, ctx.champion.architecture, taken)
-        if e is not None:
-            return e, ctx.champion.architecture
-        for r in ranked:
-            if r.architecture.key() in seen:
-                continue
-            seen.add(r.architecture.key())
-            # Away from the champion, walk the plateau the way exploit would: failures first.
-            for field in diagnose(r.result).ranked():
-                edits = ctx.untried_edits(r.architecture, field, taken)
-                if edits:
-                    return edits[0], r.architecture
-        return None
 
     @staticmethod
     def _exploit_fields(ctx: ProposalContext, slots: int) -> list[str]:
@@ -140,6 +117,15 @@ class AttributionProposer:
                 if best_key is None or key < best_key:
                     best, best_key = e, key
         return best
+
+
+    def _any_untried(self, ctx: ProposalContext, taken: set[str]) -> Edit | None:
+        """Restart from the Pareto front when every neighbour of the champion and leader is tried."""
+        for r in ctx.front:
+            e = self._explore(ctx, r.architecture, taken)
+            if e is not None:
+                return e
+        return None
 
 
 class LMProposer(dspy.Module):
