@@ -45,3 +45,5 @@ def read_json(path: str | os.PathLike, *, what: str = "JSON file") -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: malformed JSON ({exc.__class__.__name__}: {exc}); expected a {what}") from None
+    except OSError as exc:  # a directory, no permission, ...
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc}); expected a {what}") from None
