@@ -75,8 +75,19 @@ def build_metric(args, resources):
         if not key or not val.lstrip("-").isdigit():
             raise MemarchError(f"--knob takes KEY=INT, not {kv!r}")
         knobs[key] = int(val)
+    lm_kwargs = {}
+    if resources.lm is not None:
+        # With a task LM the objective is the reader's QA F1 (and a judge when --judge-lm is given);
+        # on agent tasks the task LM plays the game through the DSPy agent.
+        from memarch.benchmarks.reader import AnswerJudge, MemoryReader
+
+        lm_kwargs = {"reader": MemoryReader(resources), "objective": "qa_f1"}
+        if getattr(args, "judge_lm", None):
+            lm_kwargs["judge"] = AnswerJudge(resources)
     metric = BenchmarkMetric(args.benchmark, resources=resources, data_path=args.data, limit=args.limit,
-                             knobs=knobs, budget_tokens=args.context_budget)
+                             knobs=knobs, budget_tokens=args.context_budget, **lm_kwargs)
+    if resources.lm is not None and hasattr(metric.benchmark, "agent_lm"):
+        metric.benchmark.agent_lm = resources.lm
     return CachedMetric(metric)
 
 
