@@ -33,8 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default=None, help="ignored (TextWorldExpress generates its games)")
     p.add_argument("--seeds", default="0,1,2", help="benchmark seeds (which game instances are drawn)")
     p.add_argument("--splits", default="validation,test")
-    p.add_argument("--tasks-per-game", type=int, default=8)
+    p.add_argument("--tasks-per-game", type=int, default=16)
     p.add_argument("--archs", default=",".join(ARCHS), help="subset of: " + ", ".join(ARCHS))
+    p.add_argument("--explore", type=float, default=None,
+                   help="the agent's exploration weight (default: the benchmark's)")
     p.add_argument("--embedder", default="all-MiniLM-L6-v2", help="'hash' for a model-free run")
     args = p.parse_args(argv)
     import faiss
@@ -56,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     per_cat: dict[tuple[str, str], dict[str, list[float]]] = {}
     for seed in seeds:
-        bench = TextWorldBenchmark(seed=seed, tasks_per_game=args.tasks_per_game)
+        extra = {} if args.explore is None else {"explore": args.explore}
+        bench = TextWorldBenchmark(seed=seed, tasks_per_game=args.tasks_per_game, **extra)
         for split in splits:
             for name in names:
                 r = evaluate(ARCHS[name], bench, split=split, resources=Resources(embedder=embedder))

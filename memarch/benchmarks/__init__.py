@@ -48,7 +48,7 @@ def get_benchmark(name: str = DEFAULT, data: Any = None, **knobs: Any) -> Benchm
         knobs["data"] = data
     try:
         return cls(**knobs)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # an unknown or out-of-range knob
         raise MemarchError(f"benchmark {name!r}: {exc}") from None
 
 

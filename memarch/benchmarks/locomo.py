@@ -59,7 +59,8 @@ def resolve_path(data: str | os.PathLike | None) -> Path:
         if not root:
             raise DataError("locomo: no data path given (pass --data PATH to locomo10.json or its "
                             "directory, or set MEMARCH_DATA_DIR)")
-        data = Path(root) / "locomo"
+        # the data root (…/locomo/locomo10.json) or, like babi, the dataset directory itself
+        data = Path(root) if (Path(root) / FILENAME).exists() else Path(root) / "locomo"
     path = Path(data)
     if path.is_dir():
         nested = path / "locomo" / FILENAME

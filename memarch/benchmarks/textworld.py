@@ -151,7 +151,7 @@ class TextWorldBenchmark(TaskBenchmark):
             elif lm_agent is not None:
                 action, _ = lm_agent.act(task.text, obs, infos["validActions"], history, context or "", guides)
             else:
-                action, _ = agent.act(infos["validActions"], history, guides)
+                action, _ = agent.act(infos["validActions"], history, guides, observation=obs, task=task.text)
             obs, _reward, done, infos = self.env.step(action)
             history.append(action)
             steps.append(Step(id=f"s{i + 1}", action=action, observation=obs.strip()[:600]))

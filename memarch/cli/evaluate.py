@@ -37,10 +37,43 @@ def add_arguments(p) -> None:
 def _benchmark(args):
     from memarch.benchmarks import get_benchmark
 
+    if args.data is not None and args.benchmark in ("generated", "textworld"):
+        raise MemarchError(f"--data is for locomo and babi; {args.benchmark} needs none "
+                           "(did you mean --benchmark locomo or babi?)")
     knobs = {"seed": args.seed}
     if args.benchmark == "locomo" and args.download:
         knobs["download"] = True
     return get_benchmark(args.benchmark, args.data, **knobs)
+
+
+def _check(args, arch, bench, lm_available: bool) -> None:
+    """Reject bad options before any work: one line, exit 2 (a failed trial would exit 1)."""
+    import os
+
+    from memarch.benchmarks.base import SPLITS, TaskBenchmark
+    from memarch.errors import ArchitectureError
+    from memarch.pipeline.embed import DEFAULT_MODEL
+    from memarch.pipeline.space import ArchitectureSpace
+
+    if args.split not in SPLITS + ("all",):
+        raise MemarchError(f"--split {args.split!r}: expected one of {', '.join(SPLITS)} or all")
+    for opt in ("limit", "budget", "top_k"):
+        value = getattr(args, opt)
+        if value is not None and value < 1:
+            raise MemarchError(f"--{opt.replace('_', '-')} must be a positive integer, not {value}")
+    if args.embedder and args.embedder not in ("hash", DEFAULT_MODEL) and not os.path.isdir(args.embedder):
+        raise MemarchError(f"--embedder {args.embedder!r}: expected 'hash', {DEFAULT_MODEL!r} or a local "
+                           "sentence-transformers model directory")
+    if args.json and os.path.isdir(args.json):
+        raise MemarchError(f"--json {args.json}: is a directory (expected a file path to write)")
+    if arch is not None:
+        default = "experience" if isinstance(bench, TaskBenchmark) else "conversation"
+        family = getattr(bench, "family", default)
+        space = ArchitectureSpace(family, lm_available=lm_available)
+        violations = space.violations(arch)
+        if violations:
+            raise ArchitectureError(f"{args.architecture}: invalid for {bench.name} ({family} family): "
+                                    f"{violations[0]}", rule=violations[0].rule)
 
 
 def _print(result) -> None:
@@ -50,7 +83,7 @@ def _print(result) -> None:
         print(f"  FAILED: {result.error}")
         return
     print(f"  objective ({result.metadata.get('objective')}): {result.objective:.4f}")
-    print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k != "questions" else f"{k}={v:g}"
+    print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k not in ("questions", "tasks") else f"{k}={v:g}"
                                    for k, v in result.scores.items()))
     for cat, v in result.per_category.items():
         print(f"    {cat:<28} {v:.4f}")
@@ -82,8 +115,9 @@ def run(args) -> int:
     _single_threaded_faiss()
     arch = None if args.architecture in (None, "none") else Architecture.load(args.architecture)
     bench = _benchmark(args)  # a missing or malformed data file stops here with one line, exit 2
-    embedder = Embedder(args.embedder) if args.embedder else None
     lm_spec = getattr(args, "lm", "none") or "none"
+    _check(args, arch, bench, lm_available=lm_spec != "none")
+    embedder = Embedder(args.embedder) if args.embedder else None
     if lm_spec == "none":
         from memarch.pipeline.resources import Resources
 

@@ -13,6 +13,9 @@ def add_arguments(p) -> None:
     from memarch.lm import add_lm_arguments
 
     add_lm_arguments(p, default="local")
+    for action in p._actions:  # the shared help says the default is none; here it is local
+        if "--lm" in action.option_strings:
+            action.help = action.help.replace("none (default: the LM-free space), local (", "local (default; ")
     p.add_argument("--question", default="A store holds 3 boxes with 4 apples each. How many apples are there?",
                    help="the question of the typed call")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -16,6 +16,9 @@ def run(args) -> int:
 
     arch = Architecture.load(args.file)
     family = arch.family
+    if family is None and not arch.encode:
+        raise ArchitectureError(f"{args.file}: invalid: [encode-nonempty] encode must name at least one encoder",
+                                rule="encode-nonempty")
     if family is None:
         raise ArchitectureError(f"{args.file}: encoders {list(arch.encode)} are unknown or mix families",
                                 rule="known-names")

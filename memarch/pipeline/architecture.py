@@ -33,6 +33,9 @@ class Architecture:
     def from_dict(cls, data: Any) -> "Architecture":
         if not isinstance(data, dict):
             raise ArchitectureError(f"an architecture must be a JSON object, got {type(data).__name__}")
+        if str(data.get("format", "")).startswith("memarch.program"):
+            raise ArchitectureError("this is a saved memarch program, not an architecture; its architecture is "
+                                    f"{json.dumps(data.get('architecture'))}", rule="unknown-fields")
         unknown = sorted(set(data) - set(FIELDS))
         if unknown:
             raise ArchitectureError(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}",

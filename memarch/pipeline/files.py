@@ -8,8 +8,24 @@ from pathlib import Path
 from typing import Any
 
 
+def _umask() -> int:
+    """The process umask without changing it (os.umask would, racing other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
+    if path.is_dir():
+        from memarch.errors import DataError
+
+        raise DataError(f"{path}: is a directory (expected a file path to write)")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -17,6 +33,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets the usual mode
         os.replace(tmp, path)
     except BaseException:
         try:

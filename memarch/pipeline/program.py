@@ -148,7 +148,15 @@ class MemoryProgram(dspy.Module):
     def from_dict(cls, data: Any, *, resources: Resources | None = None, source: str = "program") -> "MemoryProgram":
         if not isinstance(data, dict) or data.get("format") != FORMAT or "architecture" not in data:
             raise DataError(f"{source}: not a saved memarch program (expected format {FORMAT!r})")
+        saved_embedder = data.get("embedder")
+        if resources is None and saved_embedder == "hash":  # its memory was embedded with it
+            from memarch.pipeline.embed import Embedder
+
+            resources = Resources(embedder=Embedder("hash"))
         try:
+            budget = data.get("budget_tokens")
+            if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+                raise ValueError(f"budget_tokens must be an integer or null, not {budget!r}")
             program = cls(Architecture.from_dict(data["architecture"]), resources=resources,
                           top_k=int(data.get("top_k", 4)), budget_tokens=data.get("budget_tokens"),
                           config=data.get("config") or {})
