@@ -150,3 +150,10 @@ def test_out_of_range_benchmark_knob_is_a_one_line_error():
 
     with pytest.raises(MemarchError, match="sessions"):
         get_benchmark("generated", sessions=1)
+
+
+def test_validate_accepts_a_utf8_bom(tmp_path):
+    f = tmp_path / "bom.json"
+    f.write_bytes(b"\xef\xbb\xbf" + json.dumps(ARCH).encode())
+    p = memarch("validate", str(f))
+    assert p.returncode == 0 and "valid conversation architecture" in p.stdout, p.stderr

@@ -61,6 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("memarch: interrupted\n")
         return 130
+    except BrokenPipeError:  # `memarch space | head`: the reader left; not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

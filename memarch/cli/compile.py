@@ -61,6 +61,20 @@ def check_numbers(args) -> None:
         raise MemarchError(f"--budget must be at least 1, got {args.budget}")
     if args.seeds is not None and args.seeds < 1:
         raise MemarchError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.k < 1:
+        raise MemarchError(f"--k must be at least 1, got {args.k}")
+    if args.context_budget < 1:
+        raise MemarchError(f"--context-budget must be at least 1 word, got {args.context_budget}")
+    if args.strategies is not None and not [s for s in args.strategies.split(",") if s.strip()]:
+        raise MemarchError("--strategies names no strategy; expected e.g. guided,random,tpe")
+    if args.data and args.benchmark in ("generated", "textworld"):
+        raise MemarchError(f"--data does not apply to the {args.benchmark} benchmark (it needs no dataset)")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise MemarchError(f"--out {out}: exists and is not a directory")
+    output = getattr(args, "output", None)
+    if output and Path(output).is_dir():
+        raise MemarchError(f"--output {output}: is a directory; expected a file path for the program JSON")
     if args.limit is not None and args.limit < 1:
         raise MemarchError(f"--limit must be at least 1, got {args.limit}")
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,4 +34,18 @@ def run(args) -> int:
     exe = Path(sys.executable).with_name("mlflow")
     cmd = [str(exe) if exe.exists() else (shutil.which("mlflow") or "mlflow"), "ui",
            "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port)]
-    return subprocess.call(cmd, env=dict(os.environ))
+    # Offline: keep litellm (imported by MLflow's UI) from fetching its model cost map.
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanup below on SIGTERM too
+    child = subprocess.Popen(cmd, env=env)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        return 130
+    finally:  # Ctrl-C, SIGTERM (via KeyboardInterrupt/SystemExit) or error: never leave the UI behind
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()

@@ -30,5 +30,8 @@ def run(args) -> int:
         if hint is not None:
             msg += f" (nearest valid: {hint.to_json()})"
         raise ArchitectureError(msg, rule=violations[0].rule)
-    print(f"{args.file}: valid {family} architecture {arch.key()}")
+    needs_lm = [v.message for v in ArchitectureSpace(family, lm_available=False).violations(arch)]
+    note = " (runs only with an LM: " + "; ".join(m.split(" needs an LM")[0] for m in needs_lm) + ")" \
+        if needs_lm and not args.no_lm else ""
+    print(f"{args.file}: valid {family} architecture {arch.key()}{note}")
     return 0

@@ -59,7 +59,7 @@ def read_json(path: str | os.PathLike, *, what: str = "JSON file") -> Any:
     if not path.exists():
         raise DataError(f"{path}: not found (expected a {what})")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a BOM from Windows editors is fine
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: malformed JSON ({exc.__class__.__name__}: {exc}); expected a {what}") from None
     except OSError as exc:  # a directory, no permission, ...
