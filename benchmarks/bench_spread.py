@@ -11,7 +11,6 @@ import json
 import random
 import statistics
 import sys
-import time
 
 
 def paired_interval(a: list[float], b: list[float], rounds: int = 1000, seed: int = 0) -> tuple[float, float]:

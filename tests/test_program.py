@@ -15,7 +15,7 @@ from memarch.pipeline.space import ArchitectureSpace
 def kitchen(i: int, obj: str, outcome: str = "success") -> Episode:
     return Episode(
         id=f"ep{i}", task=f"put a clean {obj} in the fridge", outcome=outcome, time=f"2024-01-{i + 1:02d}",
-        steps=[Step("s1", f"go to countertop", f"You see a {obj}."),
+        steps=[Step("s1", "go to countertop", f"You see a {obj}."),
                Step("s2", f"take {obj} from countertop", f"You pick up the {obj}."),
                Step("s3", "go to sinkbasin", "You arrive at the sink."),
                Step("s4", f"clean {obj} with sinkbasin", f"You clean the {obj}."),

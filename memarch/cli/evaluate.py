@@ -2,7 +2,6 @@
 prints the scores, the per-category scores, the failure attribution, the cost and the time."""
 from __future__ import annotations
 
-import json
 import sys
 
 from memarch.errors import MemarchError

@@ -10,7 +10,7 @@ from memarch.modules.encoders._conversation_dates import format_date
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
 from memarch.modules.encoders._conversation_text import (Sentence, content_words, is_first_person, known_names,
                                                          names_in, session_anchor, session_sentences)
-from memarch.modules.encoders.base import Encoder
+from memarch.modules.encoders._conversation_encoder import ConversationEncoder
 from memarch.modules.signatures.conversation import ProfileEntities
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem, make_item_id
@@ -60,7 +60,7 @@ def entity_key(name: str) -> str:
 
 @register("encoder", "entity", families="conversation", uses_lm=True, rank=4,
           description="per-entity profile notes, one item per (entity, session)")
-class EntityEncoder(Encoder):
+class EntityEncoder(ConversationEncoder):
     """What a session says about each named entity. ``fields["entity_key"]`` (``"entity|<name>"``)
     groups an entity's notes across sessions; the item ``key`` also carries the session, because a
     profile note adds to earlier ones rather than contradicting them (a key-upserting manager must
@@ -81,9 +81,6 @@ class EntityEncoder(Encoder):
         super().__init__(resources, max_notes=max_notes, min_content=min_content, **config)
         self.max_notes, self.min_content = max_notes, min_content
         self.profile = dspy.Predict(ProfileEntities)
-
-    def applies_to(self, episode: Episode) -> bool:
-        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
 
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         speakers = list(dict.fromkeys(t.speaker for t in episode.turns))

@@ -12,7 +12,7 @@ from memarch.modules.encoders._conversation_dates import ResolvedDate, format_da
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
 from memarch.modules.encoders._conversation_text import (Sentence, content_words, session_anchor,
                                                          session_sentences, tense_of, turn_anchor)
-from memarch.modules.encoders.base import Encoder
+from memarch.modules.encoders._conversation_encoder import ConversationEncoder
 from memarch.modules.signatures.conversation import ExtractEvents
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem, make_item_id
@@ -56,7 +56,7 @@ def detect_event(sentence: Sentence, anchor: dt.date | None) -> tuple[ResolvedDa
 
 @register("encoder", "event", families="conversation", uses_lm=True, rank=5,
           description="dated timeline of events, relative dates resolved against the session date")
-class EventEncoder(Encoder):
+class EventEncoder(ConversationEncoder):
     """One item per event, ``event_time`` = the date it happened (or will happen).
 
     Example::
@@ -69,9 +69,6 @@ class EventEncoder(Encoder):
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__(resources, **config)
         self.extract = dspy.Predict(ExtractEvents)
-
-    def applies_to(self, episode: Episode) -> bool:
-        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
 
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         session = session_anchor(episode)

@@ -15,7 +15,7 @@ import dspy
 from memarch.modules.encoders._conversation_dates import format_date
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
 from memarch.modules.encoders._conversation_text import session_anchor, session_sentences, slug, turn_anchor
-from memarch.modules.encoders.base import Encoder
+from memarch.modules.encoders._conversation_encoder import ConversationEncoder
 from memarch.modules.signatures.conversation import ExtractFacts
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem, make_item_id
@@ -157,7 +157,7 @@ def normal_attribute(attribute: str) -> str:
 
 @register("encoder", "fact", families="conversation", uses_lm=True, rank=3,
           description="atomic facts keyed by subject|attribute (newer supersedes older)")
-class FactEncoder(Encoder):
+class FactEncoder(ConversationEncoder):
     """Atomic facts about the speakers, each an item with ``key = "subject|attribute"``.
 
     Example::
@@ -169,9 +169,6 @@ class FactEncoder(Encoder):
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__(resources, **config)
         self.extract = dspy.Predict(ExtractFacts)
-
-    def applies_to(self, episode: Episode) -> bool:
-        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
 
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         session = session_anchor(episode)

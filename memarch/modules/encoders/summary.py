@@ -12,7 +12,7 @@ import numpy as np
 from memarch.modules.encoders._conversation_dates import format_date
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
 from memarch.modules.encoders._conversation_text import Sentence, content_words, session_anchor, session_sentences
-from memarch.modules.encoders.base import Encoder
+from memarch.modules.encoders._conversation_encoder import ConversationEncoder
 from memarch.modules.signatures.conversation import SummarizeSession
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem, make_item_id
@@ -59,7 +59,7 @@ def central_sentences(sentences: list[Sentence], max_words: int, *, min_content:
 
 @register("encoder", "summary", families="conversation", uses_lm=True, rank=2,
           description="one session summary (LM) or its most central sentences (LM-free)")
-class SummaryEncoder(Encoder):
+class SummaryEncoder(ConversationEncoder):
     """One item per session summarising it, citing the turns it draws on.
 
     Example::
@@ -76,9 +76,6 @@ class SummaryEncoder(Encoder):
         super().__init__(resources, max_words=max_words, **config)
         self.max_words = max_words
         self.summarize = dspy.Predict(SummarizeSession)
-
-    def applies_to(self, episode: Episode) -> bool:
-        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
 
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         picked = central_sentences(session_sentences(episode), self.max_words)

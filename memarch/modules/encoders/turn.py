@@ -9,7 +9,7 @@ import dspy
 
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
 from memarch.modules.encoders._conversation_text import render_turn, session_anchor, turn_anchor
-from memarch.modules.encoders.base import Encoder
+from memarch.modules.encoders._conversation_encoder import ConversationEncoder
 from memarch.modules.signatures.conversation import RewriteTurns
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem, make_item_id
@@ -19,7 +19,7 @@ from memarch.pipeline.resources import Resources
 
 @register("encoder", "turn", families="conversation", uses_lm=True, rank=1,
           description="each turn verbatim with speaker and absolute date (+ optional n-turn chunks)")
-class TurnEncoder(Encoder):
+class TurnEncoder(ConversationEncoder):
     """Each turn verbatim: "Caroline (7 May 2023): I went to the support group.".
 
     With an LM each turn also gets a standalone rewrite (names for pronouns, absolute dates).
@@ -42,9 +42,6 @@ class TurnEncoder(Encoder):
         self.window, self.captions = window, captions
         self.stride = stride or max(1, window // 2)
         self.rewrite = dspy.Predict(RewriteTurns)
-
-    def applies_to(self, episode: Episode) -> bool:
-        return bool(episode.turns)  # a trajectory has nothing to say to a dialogue encoder
 
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
         return self._items(episode, rewrites={})
