@@ -11,7 +11,7 @@ from typing import Any
 import dspy
 
 from memarch.optimizers.guided.diagnosis import Diagnosis
-from memarch.optimizers.guided.edits import Edit, candidate_edits, describe
+from memarch.optimizers.guided.edits import Edit, candidate_edits, describe, with_choice
 from memarch.optimizers.guided.gradient import TextualGradient
 from memarch.optimizers.guided.ledger import Ledger
 from memarch.optimizers.guided.observations import Observations
@@ -49,7 +49,8 @@ class AttributionProposer:
 
     Roles: ``exploit`` edits the champion towards the best-supported untried choice of the modules
     the failures point at (slots shared in proportion to attributed failures, the gradient's module
-    first); ``explore`` takes the least-observed choice of any module around the leader (else the
+    first), plus a joint move setting every module to its best-supported observed choice when that
+    combination is untried (it takes the explore slot of that round); ``explore`` takes the least-observed choice of any module around the leader (else the
     champion; encoder removals are not exploration), and restarts from the Pareto front when every
     neighbour is tried.
 
@@ -69,6 +70,12 @@ class AttributionProposer:
                 e = edits[0]
                 out.append(self._proposal(e, "exploit", champ, f"{ctx.diagnosis.histogram.get(field, 0)} failures"))
                 taken.add(e.architecture.key())
+        if len(out) < k:
+            joint = self._joint_best(ctx, taken)
+            if joint is not None:
+                out.append(Proposal(joint, role="exploit", edit=describe(champ, joint), parent=champ.key(),
+                                    reason="best-supported choice of every module, jointly"))
+                taken.add(joint.key())
         explore_base = ctx.leader.architecture if ctx.leader.architecture.key() != champ.key() else champ
         while len(out) < k:
             e = self._explore(ctx, explore_base, taken) or self._explore(ctx, champ, taken)
@@ -118,6 +125,40 @@ class AttributionProposer:
                     best, best_key = e, key
         return best
 
+
+    @staticmethod
+    def _joint_best(ctx: ProposalContext, taken: set[str]) -> Architecture | None:
+        """The combination of the individually best-supported observed choices: the champion with
+        every module set to its best-supported value (encoders: the champion's set plus encoders
+        whose with/without effect is positive, minus those whose effect is negative), kept valid.
+        None when it is already tried, taken, or a refuted edit."""
+        obs, champ = ctx.observations, ctx.champion.architecture
+        arch = champ
+        for field, menu in (("store", ctx.space.stores), ("retrieve", ctx.space.retrievers),
+                            ("manage", ctx.space.managers)):
+            seen = [v for v in menu if obs.count(field, v) > 0]
+            if not seen:
+                continue
+            best = max(seen, key=lambda v: (obs.support(field, v), v == getattr(champ, field)))
+            if best != getattr(arch, field):
+                arch = with_choice(ctx.space, arch, field, best) or arch
+        enc = set(arch.encode)
+        for e in ctx.space.encoders:
+            eff = obs.encoder_effect(e)
+            if eff > 0:
+                enc.add(e)
+            elif eff < 0 and e in enc and len(enc) > 1:
+                enc.discard(e)
+        cand = Architecture(tuple(enc), arch.store, arch.retrieve, arch.manage).canonical()
+        if ctx.space.is_valid(cand):
+            arch = cand
+        arch = arch.canonical()
+        if not ctx.space.is_valid(arch):
+            return None
+        key = arch.key()
+        if key in ctx.history.tried() or key in taken or describe(champ, arch) in ctx.ledger.dead_ends():
+            return None
+        return arch
 
     def _any_untried(self, ctx: ProposalContext, taken: set[str]) -> Edit | None:
         """Restart from the Pareto front when every neighbour of the champion and leader is tried."""
