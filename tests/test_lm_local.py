@@ -4,7 +4,6 @@ the server gone afterwards. Structure and types are checked, not quality (the mo
 from __future__ import annotations
 
 import importlib.util
-import socket
 from typing import Literal
 
 import dspy
@@ -12,6 +11,7 @@ import pydantic
 import pytest
 
 from memarch.lm import Accounting, LMRoles, call_typed, make_lm
+from memarch.lm.local import port_open
 
 pytestmark = [pytest.mark.lm, pytest.mark.slow]
 
@@ -52,14 +52,6 @@ class JudgeAnswer(dspy.Signature):
     score: int = dspy.OutputField(desc="0 to 10")
 
 
-def _port_open(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def local_roles(tmp_path_factory):
     # 256 tokens: enough for these typed answers, and bounds a runaway generation on a busy CPU
@@ -72,7 +64,7 @@ def local_roles(tmp_path_factory):
 
 def test_typed_calls_on_the_embedded_model(local_roles):
     roles = local_roles
-    assert roles.server.running and _port_open(roles.server.port)
+    assert roles.server.running and port_open(roles.server.port)
     before = roles.accounting.snapshot()
 
     facts = call_typed(dspy.Predict(ExtractFacts), roles.task,
@@ -155,12 +147,12 @@ def test_server_is_released_after_the_roles_close(tmp_path):
     with LMRoles(task="local", threads=1, cache=False) as roles:
         port = roles.server.port
         server = roles.server
-        assert _port_open(port)
+        assert port_open(port)
         with pytest.raises(ZeroDivisionError):  # an error inside the block still releases it
             with LMRoles(judge="local", threads=1, cache=False) as inner:
                 assert inner.judge is not None
                 1 / 0
-    assert not server.running and not _port_open(port)
+    assert not server.running and not port_open(port)
 
 
 def test_the_cli_smoke_test(capsys):

@@ -78,7 +78,7 @@ def test_dspy_agent_picks_an_admissible_action_or_falls_back():
     import dspy
     from dspy.utils import DummyLM
 
-    from memarch.pipeline.agents import DSPyAgent
+    from memarch.pipeline.lm_agent import DSPyAgent
 
     lm = DummyLM([{"reasoning": "the fridge holds food", "action": "open fridge"}], adapter=dspy.JSONAdapter())
     agent = DSPyAgent(lm)

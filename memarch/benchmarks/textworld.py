@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 
 from memarch.benchmarks.base import SPLITS, AgentTask, TaskBenchmark
 from memarch.errors import DataError, MemarchError
-from memarch.pipeline.agents import DSPyAgent, MemoryGuidedAgent, guides_from
+from memarch.pipeline.agents import MemoryGuidedAgent, guides_from
+from memarch.pipeline.lm_agent import DSPyAgent
 from memarch.pipeline.episodes import Episode, Step
 from memarch.pipeline.retrieval import Retrieval
 

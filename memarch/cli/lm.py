@@ -72,7 +72,9 @@ def run(args) -> int:
             report["calls"].append(call)
         port = roles.server.port if roles.server is not None else None
     if port is not None:
-        report["local_server"]["released"] = not _port_open(port)
+        from memarch.lm.local import port_open
+
+        report["local_server"]["released"] = not port_open(port)
     if args.json:
         print(json.dumps(report, indent=1, default=str))
     else:
@@ -95,13 +97,3 @@ def _print(report: dict) -> None:
               f" / out {c.get('tokens_out', 0)}, {c['wall_s']}s")
     if "local_server" in report:
         print("embedded model released: " + ("yes" if report["local_server"].get("released") else "NO"))
-
-
-def _port_open(port: int) -> bool:
-    import socket
-
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False

@@ -7,6 +7,7 @@ import gc
 import importlib.util
 import logging
 import os
+import socket
 import threading
 import time
 import weakref
@@ -34,6 +35,15 @@ def find_gguf() -> Path:
     if not path.exists():
         raise LMUnavailableError(f"the embedded model file is missing: {path}")
     return path
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """True when something accepts connections on ``host:port`` (is a server still there?)."""
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def default_threads() -> int:

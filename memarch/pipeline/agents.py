@@ -1,47 +1,14 @@
-"""Agents that act in an environment with memory: an LM-free memory-guided agent (ranks the
-admissible actions by how well they continue the retrieved workflows, trajectories and shortcuts,
-plus an exploration term) and a DSPy agent (ReAct-style, memory context in its prompt)."""
+"""The LM-free memory-guided agent: ranks the admissible actions by how well they continue the
+retrieved workflows, trajectories and shortcuts, plus an exploration term. Its LM counterpart is
+`memarch.pipeline.lm_agent.DSPyAgent`."""
 from __future__ import annotations
 
-import logging
 import random
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Sequence
 
+from memarch.pipeline.action_matching import effect_hit, instantiate, normalise, phrases, step_similarity, template
 from memarch.pipeline.retrieval import Retrieval
-
-log = logging.getLogger(__name__)
-_WORD = re.compile(r"[a-z0-9]+")
-_PLACEHOLDER = re.compile(r"<[A-Z_0-9]+>")
-
-
-@lru_cache(maxsize=65536)
-def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(_PLACEHOLDER.sub(" __slot__ ", text.lower()).replace("__slot__", "SLOT").lower()))
-
-
-@lru_cache(maxsize=262144)
-def step_similarity(action: str, step: str) -> float:
-    """Token overlap where a ``<PLACEHOLDER>`` slot in ``step`` matches any one word of ``action``.
-
-    1.0 for the same words in any order; the verb (first word) must agree for a high score.
-    """
-    a, s = _tokens(action), _tokens(step)
-    if not a or not s:
-        return 0.0
-    slots = s.count("slot")
-    fixed = [w for w in s if w != "slot"]
-    rest = list(a)
-    hit = 0
-    for w in fixed:
-        if w in rest:
-            rest.remove(w)
-            hit += 1
-    hit += min(slots, len(rest))
-    score = 2 * hit / (len(a) + len(s))
-    return score if a[0] == s[0] else 0.5 * score
 
 
 @dataclass
@@ -76,63 +43,6 @@ def guides_from(retrieval: Retrieval | None) -> list[Guide]:
                                  [o for _, o in pairs]))
     return out
 
-
-# -- actions as templates ------------------------------------------------------------------------
-# An action or a guide step is read as a verb, connective words and noun phrases:
-# "put <OBJECT> in <LOCATION>" -> ("put", [slot OBJECT, "in", slot LOCATION]). A ``<PLACEHOLDER>``
-# is a hard slot (any phrase, bound once per guide); a concrete phrase of a step ("put bathrobe in
-# wall hook") is a soft slot: the same phrase is a literal match, another phrase of the same shape
-# an analogous one (bound consistently, so "take mouthwash" ~ "take key" makes the guide's later
-# "put mouthwash in ..." read "put key in ...").
-_CONNECTIVES = frozenset({"in", "into", "on", "onto", "to", "from", "with", "at", "using", "for", "about",
-                          "inside", "under", "of"})
-_DETERMINERS = frozenset({"the", "a", "an", "some"})
-
-
-@lru_cache(maxsize=65536)
-def _template(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """``(verb, parts)``; a part is ``("w", connective)``, ``("hard", NAME)`` or ``("soft", phrase)``."""
-    words = [w for w in re.findall(r"<[A-Za-z_0-9]+>|[A-Za-z0-9'\-]+", text) if w.lower() not in _DETERMINERS]
-    if not words:
-        return "", ()
-    verb, parts, phrase = words[0].lower(), [], []
-
-    def flush() -> None:
-        if phrase:
-            parts.append(("soft", " ".join(phrase)))
-            phrase.clear()
-
-    for w in words[1:]:
-        if _PLACEHOLDER.fullmatch(w):
-            flush()
-            parts.append(("hard", w[1:-1]))
-        elif w.lower() in _CONNECTIVES:
-            flush()
-            parts.append(("w", w.lower()))
-        else:
-            phrase.append(w.lower())
-    flush()
-    return verb, tuple(parts)
-
-
-@lru_cache(maxsize=262144)
-def _instantiate(action: str, step: str) -> tuple[tuple[str, str, str], ...] | None:
-    """How ``action`` fills ``step``: ``((kind, key, value), ...)`` per phrase slot, or None when the
-    verb or the shape (connectives, number of phrases) differs."""
-    av, ap = _template(action)
-    sv, sp = _template(step)
-    if not av or av != sv or len(ap) != len(sp):
-        return None
-    out = []
-    for (ak, aval), (sk, sval) in zip(ap, sp):
-        if sk == "w" or ak == "w":
-            if sk != ak or sval != aval:
-                return None
-            continue
-        if ak == "hard":
-            return None
-        out.append((sk, sval, aval))
-    return tuple(out)
 
 
 @dataclass
@@ -189,7 +99,7 @@ class MemoryGuidedAgent:
     def observe(self, text: str, action: str = "") -> None:
         """Record what the agent has read (the task, each observation) for slot salience and re-ranking."""
         if text:
-            self._seen.append((action.lower(), _norm(text)))
+            self._seen.append((action.lower(), normalise(text)))
 
     # -- guide alignment ---------------------------------------------------------------------------
     @staticmethod
@@ -211,7 +121,7 @@ class MemoryGuidedAgent:
                 i = st.pos + skip
                 if i >= len(guide.steps):
                     break
-                fill = _instantiate(h, guide.steps[i])
+                fill = instantiate(h, guide.steps[i])
                 if fill is not None and self._bind_ok(fill, st.bindings):
                     for _kind, key, value in fill:
                         st.bindings.setdefault(key, value)
@@ -224,19 +134,19 @@ class MemoryGuidedAgent:
     def _mentioned(self, action: str) -> bool:
         """``action`` (two words or more) appears word for word in something the agent has read
         that another action produced ("slice red apple" in a recipe read earlier)."""
-        needle = _norm(action)
+        needle = normalise(action)
         if needle.count(" ") < 3:
             return False
         low = action.lower()
         return any(needle in t for a, t in self._seen if a != low)
 
     def _salience(self, phrase: str) -> int:
-        needle = _norm(phrase)
+        needle = normalise(phrase)
         return sum(1 for act, text in self._seen if needle in text and phrase not in act)
 
     def step_score(self, action: str, step: str, bindings: dict) -> float:
         """How well ``action`` instantiates ``step`` given the guide's bindings (0..1)."""
-        fill = _instantiate(action, step)
+        fill = instantiate(action, step)
         if fill is None:
             # Another shape: only a weak, verb-agreeing overlap.
             return 0.4 * step_similarity(action, step)
@@ -260,7 +170,7 @@ class MemoryGuidedAgent:
 
     def _relevance(self, guide: Guide, admissible: Sequence[str]) -> float:
         """Share of the guide's concrete phrases present in this episode (0.6..1; 0.8 if none)."""
-        phrases = {val for step in guide.steps for kind, val in _template(step)[1] if kind == "soft"}
+        phrases = {val for step in guide.steps for kind, val in template(step)[1] if kind == "soft"}
         if not phrases:
             return 0.8
         world = " ".join(admissible).lower() + " " + " ".join(t for _, t in self._seen)
@@ -304,10 +214,10 @@ class MemoryGuidedAgent:
             for step, obs in zip(g.steps, g.observations):
                 if not obs:
                     continue
-                fill = _instantiate(action, step)
+                fill = instantiate(action, step)
                 if not fill or any(kind == "hard" for kind, _, _ in fill):
                     continue
-                if _effect_hit(obs, fill, tuple(seen)):
+                if effect_hit(obs, fill, tuple(seen)):
                     best, why = w, f"effect of {g.kind}:{g.item_id} '{step}'"
                     break
         return best, why
@@ -339,10 +249,10 @@ class MemoryGuidedAgent:
         base = [self._weight(g, _GuideState(), admissible) for g in guides]  # position-free
         mentioned = {a for a in admissible if self._mentioned(a)}
         # phrases whose action the text spells out: other verbs on exactly those phrases are not it
-        spelled = {_phrases(a) for a in mentioned}
+        spelled = {phrases(a) for a in mentioned}
         for a in admissible:
             g, why = self.guidance(a, history, guides, states, weights)
-            if a not in mentioned and _phrases(a) in spelled:
+            if a not in mentioned and phrases(a) in spelled:
                 g *= 0.3
             e, ewhy = self.effect(a, guides, base) if any(gd.observations for gd in guides) else (0.0, None)
             if e > 0:
@@ -358,80 +268,3 @@ class MemoryGuidedAgent:
         scored.sort(key=lambda t: -t[0])
         total, action, g, why = scored[0]
         return action, {"score": total, "guidance": g, "why": why}
-
-
-def _phrases(action: str) -> tuple[str, ...]:
-    return tuple(v for k, v in _template(action)[1] if k != "w")
-
-
-@lru_cache(maxsize=65536)
-def _norm(text: str) -> str:
-    """Lower-cased words without determiners, space-padded: "Slice the red apple." -> " slice red apple "."""
-    return " " + " ".join(w for w in _WORD.findall(text.lower()) if w not in _DETERMINERS) + " "
-
-
-@lru_cache(maxsize=65536)
-def _effect_hit(obs: str, fill: tuple[tuple[str, str, str], ...], seen: tuple[str, ...]) -> bool:
-    """The remembered observation ``obs``, with the step's phrases replaced by this action's, shares a
-    three-word phrase with ``seen`` that holds a replaced value and another content word; every
-    phrase the action changed must take part in such a shared phrase (else "cook X in stove" would
-    borrow the evidence of the remembered "cook X in oven")."""
-    text = _norm(obs)
-    changed = []
-    for _kind, key, value in fill:
-        if key != value:
-            text = text.replace(f" {key} ", f" {value} ")
-            changed.append(set(value.split()))
-    if not changed:
-        return False
-    values = set().union(*changed)
-    words = text.split()
-    covered: set[str] = set()
-    for i in range(len(words) - 2):
-        tri = words[i:i + 3]
-        if not any(w in values for w in tri) or not any(w not in values and w not in _STOP for w in tri):
-            continue
-        needle = " " + " ".join(tri) + " "
-        if any(needle in t for t in seen):
-            covered.update(w for w in tri if w in values)
-    return bool(covered) and all(c & covered for c in changed)
-
-
-_STOP = frozenset({"the", "a", "an", "of", "to", "in", "on", "and", "or", "for", "with", "from", "into", "at",
-                   "is", "it", "be", "by", "your", "you", "then", "that", "this", "as", "its", "some", "are",
-                   "there", "see", "also", "has", "have", "nothing"})
-
-
-class DSPyAgent:
-    """ReAct-style agent through a typed Signature: task, memory context, observation and the
-    admissible actions in; one of the admissible actions out. An answer outside the admissible
-    set is retried once, then the LM-free agent's choice is used (logged)."""
-
-    def __init__(self, lm: Any, *, fallback: MemoryGuidedAgent | None = None):
-        import dspy
-
-        from memarch.modules.signatures.agents import ChooseAction
-
-        self.lm = lm
-        self.fallback = fallback or MemoryGuidedAgent()
-        self.choose = dspy.Predict(ChooseAction)
-        self.fallbacks = 0
-
-    def act(self, task: str, observation: str, admissible: Sequence[str], history: Sequence[str],
-            memory: str, guides: Sequence[Guide]) -> tuple[str, dict[str, Any]]:
-        import dspy
-
-        for attempt in range(2):
-            try:
-                with dspy.context(lm=self.lm, adapter=dspy.JSONAdapter()):
-                    out = self.choose(task=task, memory=memory or "(no memory)", observation=observation[-1500:],
-                                      history=list(history)[-8:], admissible_actions=list(admissible))
-                choice = str(out.action).strip()
-                if choice in admissible:
-                    return choice, {"reasoning": getattr(out, "reasoning", ""), "lm": True}
-            except Exception as exc:  # an unparsable answer or a dead endpoint
-                log.warning("agent LM call failed (%s)", exc.__class__.__name__)
-        self.fallbacks += 1
-        log.warning("agent: LM answer not admissible twice; using the memory-guided choice")
-        action, info = self.fallback.act(admissible, history, guides)
-        return action, {**info, "lm": False}
