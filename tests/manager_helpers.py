@@ -1,7 +1,6 @@
 """Helpers shared by the manager tests: items by hand, one write through a manager, DummyLM resources."""
 from __future__ import annotations
 
-
 import dspy
 from dspy.utils.dummies import DummyLM
 

@@ -2,7 +2,6 @@
 minimal store implementing the graph store's contract."""
 from __future__ import annotations
 
-
 import dspy
 from dspy.utils.dummies import DummyLM
 
