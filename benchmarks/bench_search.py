@@ -58,13 +58,13 @@ def trials_needed(strategy: str, seed: int, table: TableMetric, space, target: f
     from memarch.optimizers.compare import trials_to_target
     from memarch.optimizers.search import Search
     from memarch.optimizers.space import SearchSpace
-    from memarch.optimizers.strategies import make_strategy
+    from memarch.optimizers.strategies import make_sampler
     from memarch.optimizers.study import make_storage, open_study
 
     ss = SearchSpace(space)
-    st = make_strategy(strategy, seed=seed)
-    study = open_study(f"{strategy}-{seed}", make_storage(None), st.sampler(ss), space=ss.describe())
-    h = Search(table, ss, st, budget=budget).run(study)
+    study = open_study(f"{strategy}-{seed}", make_storage(None), make_sampler(strategy, ss, seed=seed),
+                       space=ss.describe())
+    h = Search(table, ss, budget=budget).run(study)
     return trials_to_target(h.best_so_far(), target)
 
 

@@ -9,15 +9,22 @@ from memarch.pipeline.space import ArchitectureSpace
 __version__ = "0.1.0"
 
 
-def __getattr__(name):  # heavy imports (dspy, torch) only when asked for
+_SEARCH = ("GuidedSampler", "SearchSpace", "record_result", "record_outcomes", "make_sampler")
+
+
+def __getattr__(name):  # heavy imports (dspy, torch, optuna) only when asked for
     if name == "MemoryProgram":
         from memarch.pipeline.program import MemoryProgram
 
         return MemoryProgram
+    if name in _SEARCH:
+        import memarch.optimizers as optimizers
+
+        return getattr(optimizers, name)
     raise AttributeError(name)
 
 
 __all__ = [
     "Architecture", "ArchitectureSpace", "Episode", "LineageEntry", "MemarchError", "MemoryItem",
-    "MemoryProgram", "Query", "Retrieval", "ScoredItem", "Step", "Turn", "Usage",
+    "MemoryProgram", "Query", "Retrieval", "ScoredItem", "Step", "Turn", "Usage", *_SEARCH,
 ]

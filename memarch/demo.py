@@ -49,11 +49,11 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _winner(out: str) -> str:
-    """The strategy with the best median test score (ties: fewer trials to target), as compare prints it."""
+    """The strategy compare named the winner: best median VALIDATION score of its picks (ties: fewer
+    trials to target). Test scores are only reported."""
     import json
 
-    rows = json.loads((Path(out) / "compare-generated.json").read_text())["rows"]
-    return max(rows, key=lambda r: (r["test_median"], -r["trials_to_target"]))["strategy"]
+    return json.loads((Path(out) / "compare-generated.json").read_text())["winner"]
 
 
 if __name__ == "__main__":

@@ -145,19 +145,24 @@ def test_knowledge_update_now_points_at_the_latest_statement():
 
 
 # -- splits and schedule ------------------------------------------------------------------------
-def test_splits_are_deterministic_and_disjoint():
-    bench = GeneratedConversations(seed=0)
+@pytest.mark.parametrize("split_by", ["question", "dialogue"])
+def test_splits_are_deterministic_and_disjoint(split_by):
+    bench = GeneratedConversations(seed=0, conversations=8, split_by=split_by)
     parts = {name: {q.id for q in bench.split(name).questions()} for name in SPLITS}
     assert not parts["search"] & parts["validation"]
     assert not parts["search"] & parts["test"]
     assert not parts["validation"] & parts["test"]
     assert set().union(*parts.values()) == {q.id for q in bench.questions()}
-    again = GeneratedConversations(seed=0)
+    again = GeneratedConversations(seed=0, conversations=8, split_by=split_by)
     assert {q.id for q in again.split("search").questions()} == parts["search"]
-    other = GeneratedConversations(seed=0, split_seed=1)
-    assert {q.id for q in other.split("search").questions()} != parts["search"]
-    # every split still sees the whole stream of sessions
-    assert bench.split("test").stats()["sessions"] == bench.stats()["sessions"]
+    others = [{q.id for q in GeneratedConversations(seed=0, conversations=8, split_seed=s, split_by=split_by)
+               .split("search").questions()} for s in (1, 2, 3)]
+    assert any(o != parts["search"] for o in others)
+    sessions = bench.split("test").stats()["sessions"]
+    if split_by == "question":  # every split still sees the whole stream of sessions
+        assert sessions == bench.stats()["sessions"]
+    else:  # test conversations only
+        assert sessions < bench.stats()["sessions"]
 
 
 def test_unit_split_keeps_conversations_whole():

@@ -18,12 +18,13 @@ from memarch.optimizers.compare import compare, trials_to_target  # noqa: E402
 from memarch.optimizers.compile import MemarchOptimizer  # noqa: E402
 from memarch.optimizers.guided.champion import select_champion  # noqa: E402
 from memarch.optimizers.guided.ledger import REFUTED, Ledger  # noqa: E402
-from memarch.optimizers.guided.strategy import GuidedStrategy  # noqa: E402
-from memarch.optimizers.history import History  # noqa: E402
+from memarch.optimizers.guided.planner import RoundPlanner  # noqa: E402
+from memarch.optimizers.guided.sampler import GuidedSampler  # noqa: E402
+from memarch.optimizers.history import History, TrialRecord  # noqa: E402
 from memarch.optimizers.presets import get_preset, presets_for  # noqa: E402
 from memarch.optimizers.search import Search  # noqa: E402
 from memarch.optimizers.space import SearchSpace  # noqa: E402
-from memarch.optimizers.strategies import Proposal, RandomStrategy, make_strategy  # noqa: E402
+from memarch.optimizers.strategies import make_sampler  # noqa: E402
 from memarch.optimizers.study import make_storage, open_study  # noqa: E402
 from memarch.pipeline.architecture import Architecture  # noqa: E402
 from memarch.pipeline.program import MemoryProgram  # noqa: E402
@@ -38,10 +39,12 @@ def space():
         yield ArchitectureSpace("experience", lm_available=False)
 
 
-def _run(strategy, space, metric, budget, name="s"):
+def _run(strategy, space, metric, budget, name="s", seed=0):
+    """``strategy``: a strategy name or a sampler."""
     ss = SearchSpace(space)
-    study = open_study(name, make_storage(None), strategy.sampler(ss), space=ss.describe())
-    search = Search(metric, ss, strategy, budget=budget)
+    sampler = make_sampler(strategy, ss, seed=seed) if isinstance(strategy, str) else strategy
+    study = open_study(name, make_storage(None), sampler, space=ss.describe())
+    search = Search(metric, ss, budget=budget)
     return search, study, search.run(study)
 
 
@@ -59,8 +62,8 @@ def test_space_is_derived_from_registry_and_round_trips(space):
 
 def test_invalid_draws_are_pruned_and_never_evaluated(space, caplog):
     metric = SyntheticMetric(n_queries=30)
-    with caplog.at_level(logging.INFO, logger="memarch.optimizers.search"):
-        search, study, history = _run(RandomStrategy(seed=0), space, metric, budget=15)
+    with caplog.at_level(logging.INFO, logger="memarch.optimizers.objective"):
+        search, study, history = _run("random", space, metric, budget=15)
     states = [t.state for t in study.trials]
     assert states.count(optuna.trial.TrialState.COMPLETE) == 15 and len(history) == 15
     assert search.invalid, "the random sampler draws invalid tuples in this space"
@@ -71,17 +74,26 @@ def test_invalid_draws_are_pruned_and_never_evaluated(space, caplog):
     assert any("invalid" in r.message and "pruned" in r.message for r in caplog.records)
 
 
-class _BadProposer(RandomStrategy):
-    name = "bad"
+class _BadProposer(optuna.samplers.RandomSampler):
+    """Proposes an invalid architecture first, then a valid one, then draws at random."""
 
-    def propose(self, history, space, *, k):
-        return [Proposal(Architecture(("tip",), "json", "graph", "lightweight"), role="bad"),
-                Proposal(Architecture(("tip",), "json", "hybrid", "lightweight"), role="good")]
+    def __init__(self, ss):
+        super().__init__(seed=1)
+        self.ss = ss
+        self.queue = [Architecture(("tip",), "json", "graph", "lightweight"),
+                      Architecture(("tip",), "json", "hybrid", "lightweight")]
+
+    def infer_relative_search_space(self, study, trial):
+        return self.ss.distributions()
+
+    def sample_relative(self, study, trial, search_space):
+        return self.ss.to_params(self.queue.pop(0)) if self.queue else {}
 
 
 def test_invalid_proposal_is_never_evaluated(space):
     metric = SyntheticMetric(n_queries=20)
-    _run(_BadProposer(seed=1), space, metric, budget=4)
+    search, _, _ = _run(_BadProposer(SearchSpace(space)), space, metric, budget=4)
+    assert search.invalid and search.invalid[0][1] == "tip|json|graph|lightweight"
     assert "tip|json|graph|lightweight" not in metric.calls
     assert "tip|json|hybrid|lightweight" in metric.calls
     assert all(space.is_valid(Architecture(tuple(k.split("|")[0].split("+")), *k.split("|")[1:]))
@@ -90,9 +102,9 @@ def test_invalid_proposal_is_never_evaluated(space):
 
 def test_guided_diagnoses_and_keeps_a_ledger(space):
     metric = SyntheticMetric()
-    strat = GuidedStrategy(seed=0, k=3)
-    _, study, history = _run(strat, space, metric, budget=24)
-    art = strat.artifacts()
+    sampler = GuidedSampler(space, seed=0, k=3)
+    _, study, history = _run(sampler, space, metric, budget=24)
+    art = sampler.rounds[-1]
     g = art["gradient"]
     assert set(g) == {"primary_signal", "confidence", "recommended_action", "evidence_ids", "reasoning"}
     assert g["primary_signal"] in ("encode", "store", "retrieve", "manage") and g["evidence_ids"]
@@ -114,7 +126,7 @@ def test_guided_reaches_the_optimum_before_random(space):
     optimum = max(metric(a, "search").objective for a in space.enumerate())
     hits = {}
     for name in ("guided", "random"):
-        _, _, h = _run(make_strategy(name, seed=0), space, metric, budget=40, name=name)
+        _, _, h = _run(name, space, metric, budget=40, name=name)
         hits[name] = trials_to_target(h.best_so_far(), 0.99 * optimum) or 41
     assert hits["guided"] < hits["random"], hits
 
@@ -127,14 +139,17 @@ def test_champion_changes_only_on_a_significant_win(space):
     study = open_study("c", make_storage(None), optuna.samplers.RandomSampler(0), space=ss.describe())
     for arch in (a, b):
         study.enqueue_trial(ss.to_params(arch))
-    Search(metric, ss, RandomStrategy(0), budget=2).run(study)
+    Search(metric, ss, budget=2).run(study)
     h = History.from_study(study)
     assert select_champion(h).architecture.key() == b.key()  # a clear win
     # The same objective gap without a paired win pattern: a one-query edge is not significant.
-    rec_b = h.records[1]
-    rec_b.result.outcomes = [o for o in h.records[0].result.outcomes]
-    rec_b.result.outcomes[0] = type(rec_b.result.outcomes[0])("search-0", 1.0, True)
-    assert select_champion(h).architecture.key() == a.key()
+    rec_a, rec_b = h.records
+    outcomes = list(rec_a.result.outcomes)
+    outcomes[0] = type(outcomes[0])("search-0", 1.0, True)
+    edged = TrialRecord(rec_b.number, rec_b.architecture, rec_a.objective + 1e-3, rec_b.cost,
+                        type(rec_b.result)(rec_b.architecture, "synthetic", "search", rec_a.objective + 1e-3,
+                                           outcomes=outcomes))
+    assert select_champion(History([rec_a, edged])).architecture.key() == a.key()
 
 
 def _lm_answers(good: bool):
@@ -151,15 +166,15 @@ def _lm_answers(good: bool):
 
 def _one_round_history(space):
     metric = SyntheticMetric(n_queries=30)
-    _, study, history = _run(RandomStrategy(3), space, metric, budget=3)
+    _, study, history = _run("random", space, metric, budget=3, seed=3)
     return history
 
 
 def test_malformed_lm_answer_ends_in_logged_fallback(space, caplog):
     history = _one_round_history(space)
-    strat = GuidedStrategy(seed=0, meta_lm=_lm_answers(good=False))
+    planner = RoundPlanner(meta_lm=_lm_answers(good=False))
     with caplog.at_level(logging.WARNING):
-        proposals = strat.propose(history, SearchSpace(space), k=3)
+        proposals = planner.plan(history, space, k=3)
     assert len(proposals) == 3 and {p.role for p in proposals} <= {"exploit", "explore"}
     assert all(space.is_valid(p.architecture) for p in proposals)
     msgs = " ".join(r.message for r in caplog.records)
@@ -168,10 +183,10 @@ def test_malformed_lm_answer_ends_in_logged_fallback(space, caplog):
 
 def test_lm_proposals_are_validated_repaired_and_completed(space):
     history = _one_round_history(space)
-    strat = GuidedStrategy(seed=0, meta_lm=_lm_answers(good=True))
-    proposals = strat.propose(history, SearchSpace(space), k=3)
+    planner = RoundPlanner(meta_lm=_lm_answers(good=True))
+    proposals = planner.plan(history, space, k=3)
     assert proposals[0].role == "lm" and proposals[0].architecture.key() == "tip+workflow|graph|graph|lightweight"
-    assert strat.artifacts()["gradient"]["primary_signal"] == "retrieve"
+    assert planner.artifacts()["gradient"]["primary_signal"] == "retrieve"
     assert all(space.is_valid(p.architecture) for p in proposals) and len(proposals) == 3
     assert len({p.architecture.key() for p in proposals}) == 3
 
@@ -228,5 +243,5 @@ def test_presets_map_to_the_space(space):
 
 def test_bruteforce_enumerates_the_valid_space_once(space):
     metric = SyntheticMetric(n_queries=10)
-    search, study, history = _run(make_strategy("bruteforce", seed=0), space, metric, budget=30)
+    search, study, history = _run("bruteforce", space, metric, budget=30)
     assert len(history.tried()) == 30 == len(metric.calls) and not search.invalid

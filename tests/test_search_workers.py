@@ -27,16 +27,15 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 from test_search_doubles import SyntheticMetric, fake_registry
 from memarch.optimizers.search import Search
 from memarch.optimizers.space import SearchSpace
-from memarch.optimizers.strategies import make_strategy
+from memarch.optimizers.strategies import make_sampler
 from memarch.optimizers.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace
 storage_url, strategy, seed, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 with fake_registry():
     ss = SearchSpace(ArchitectureSpace("experience", lm_available=False))
-    st = make_strategy(strategy, seed=seed)
     storage = make_storage(storage_url, heartbeat_interval=1, grace_period=2)
-    study = open_study("shared", storage, st.sampler(ss), space=ss.describe(), resume=True)
-    Search(SyntheticMetric(n_queries=20), ss, st, budget=budget).run(study)
+    study = open_study("shared", storage, make_sampler(strategy, ss, seed=seed), space=ss.describe(), resume=True)
+    Search(SyntheticMetric(n_queries=20), ss, budget=budget).run(study)
 """
 
 
@@ -53,9 +52,12 @@ def _load(url: str) -> optuna.Study:
 
 
 def _check_distinct(study: optuna.Study, budget: int) -> None:
-    done = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    # A repeat of an evaluated architecture is COMPLETE (the sampler learns from it) but marked and
+    # not counted: the budget is distinct evaluated architectures.
+    done = [t for t in study.trials if t.state == TrialState.COMPLETE and "repeat_of" not in t.user_attrs]
     assert len(done) == budget, [t.state for t in study.trials]
     assert len({t.number for t in done}) == budget
+    assert len({str(t.user_attrs["architecture"]) for t in done}) == budget
     # every completed trial evaluated its own architecture once: no trial ran twice
     retried_from = [t.system_attrs.get("failed_trial") for t in done if "failed_trial" in t.system_attrs]
     assert len(retried_from) == len(set(retried_from))

@@ -1,10 +1,12 @@
 """The `Benchmark` contract: dialogues (sessions to write, questions to ask) or agent tasks, the
 metric's categories, and a deterministic search / validation / test split by seed.
 
-Splits are over QUESTIONS by default: every split sees the whole stream of sessions, because
-memory holds dialogue, never answers — a question of the search split teaches the architecture
-nothing about the answer of a test question, only which design retrieves well. ``split_by="unit"``
-splits whole conversations instead (stricter: no shared dialogue at all)."""
+Two ways to split. ``split_by="dialogue"`` (the default when a benchmark has at least
+`MIN_DIALOGUES_TO_SPLIT` dialogues) splits whole dialogues: test questions come from conversations
+the search never wrote to memory — the stronger test of an architecture. ``split_by="question"``
+splits the questions: every split sees the whole stream of sessions (memory holds dialogue, never
+answers, so a search question teaches nothing about a test answer, only which design retrieves
+well)."""
 from __future__ import annotations
 
 import hashlib
@@ -15,6 +17,9 @@ from memarch.errors import MemarchError
 from memarch.pipeline.episodes import Episode
 
 SPLITS = ("search", "validation", "test")
+SPLIT_BY = ("auto", "question", "dialogue")
+# With fewer dialogues a dialogue split leaves a split with one or none.
+MIN_DIALOGUES_TO_SPLIT = 6
 # Shares of the questions (or units) per split; search is where the optimiser looks.
 DEFAULT_FRACTIONS = {"search": 0.5, "validation": 0.25, "test": 0.25}
 
@@ -56,9 +61,36 @@ class Dialogue:
         return sum(len(s.turns) for s in self.sessions)
 
 
+def _hash01(seed: int, key: str) -> float:
+    return int.from_bytes(hashlib.sha256(f"{seed}\x1f{key}".encode()).digest()[:8], "big") / 2**64
+
+
+def balanced_units(seed: int, keys: list[str], fractions: dict[str, float]) -> dict[str, str]:
+    """Whole units (dialogues) to splits in the given shares: units ordered by a hash of (seed, key);
+    ``round(n x search share)`` to search, ``floor(n x validation share)`` to validation, the rest
+    (the report split gets the odd unit) to test; every split gets a unit when there are three or
+    more.
+
+    Example::
+
+        balanced_units(0, [f"conv-{i}" for i in range(10)], DEFAULT_FRACTIONS)   # 5 / 2 / 3 units
+    """
+    import math
+
+    order = sorted(dict.fromkeys(keys), key=lambda k: (_hash01(seed, k), k))
+    n = len(order)
+    n_search = int(round(n * fractions["search"]))
+    n_val = int(math.floor(n * fractions["validation"] + 1e-9))
+    if n >= 3:
+        n_search, n_val = max(1, min(n_search, n - 2)), max(1, n_val)
+        n_val = min(n_val, n - n_search - 1)
+    return {k: ("search" if i < n_search else "validation" if i < n_search + n_val else "test")
+            for i, k in enumerate(order)}
+
+
 def _bucket(seed: int, key: str, fractions: dict[str, float]) -> str:
     """Deterministic, order-independent split assignment: a hash of (seed, key) placed on [0, 1)."""
-    h = int.from_bytes(hashlib.sha256(f"{seed}\x1f{key}".encode()).digest()[:8], "big") / 2**64
+    h = _hash01(seed, key)
     acc = 0.0
     for name in SPLITS:
         acc += fractions[name]
@@ -85,20 +117,33 @@ class Benchmark:
     categories: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, dialogues: list[Dialogue] | None = None, *, seed: int = 0,
-                 split_by: str = "question", fractions: dict[str, float] | None = None,
+                 split_by: str = "auto", fractions: dict[str, float] | None = None,
                  split_name: str = "all"):
-        if split_by not in ("question", "unit"):
-            raise MemarchError(f"split_by must be 'question' or 'unit', not {split_by!r}")
+        split_by = "dialogue" if split_by == "unit" else split_by  # "unit": the earlier name
+        if split_by not in SPLIT_BY:
+            raise MemarchError(f"split_by must be one of {', '.join(SPLIT_BY)}, not {split_by!r}")
         self.dialogues: list[Dialogue] = list(dialogues or [])
         self.seed = int(seed)
+        if split_by == "auto":
+            split_by = "dialogue" if len(self.dialogues) >= MIN_DIALOGUES_TO_SPLIT else "question"
         self.split_by = split_by
         self.fractions = dict(fractions or DEFAULT_FRACTIONS)
         self.split_name = split_name
+        self._unit_split = balanced_units(self.seed, [d.namespace for d in self.dialogues], self.fractions) \
+            if split_by == "dialogue" else {}
 
     # -- splits ----------------------------------------------------------------------------------
     def split_of(self, dialogue: Dialogue, question: Question) -> str:
-        key = dialogue.namespace if self.split_by == "unit" else f"{dialogue.namespace}/{question.id}"
-        return _bucket(self.seed, key, self.fractions)
+        if self.split_by == "dialogue":
+            hit = self._unit_split.get(dialogue.namespace)
+            return hit if hit is not None else _bucket(self.seed, dialogue.namespace, self.fractions)
+        return _bucket(self.seed, f"{dialogue.namespace}/{question.id}", self.fractions)
+
+    def split_settings(self) -> dict[str, Any]:
+        """How this benchmark splits (for reports, saved programs and landscapes)."""
+        return {"split_by": self.split_by, "seed": self.seed, "fractions": dict(self.fractions),
+                "units": {name: sum(1 for v in self._unit_split.values() if v == name) for name in SPLITS}
+                if self.split_by == "dialogue" else None}
 
     def split(self, name: str) -> "Benchmark":
         """The same benchmark restricted to one split (``"all"`` returns everything)."""

@@ -53,7 +53,7 @@ def compare_main(args, strategies: list[str], roles) -> int:
                       meta_lm=roles.meta if roles else None, storage=storage_url(args), resume=args.resume,
                       tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None,
                       baselines=not args.no_baselines, study_prefix=args.study_name or f"compare-{args.benchmark}",
-                      on_trial=bar)
+                      on_trial=bar, warm_start=args.warm_start, k=args.k)
     finally:
         bar.close()
     out = Path(args.out)
@@ -63,10 +63,10 @@ def compare_main(args, strategies: list[str], roles) -> int:
     (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
     (out / f"compare-{args.benchmark}.json").write_text(json.dumps(
         {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,
+         "winner": cmp.winner(), "objective": cmp.objective, "failed_baselines": cmp.failed_baselines,
          "runs": {s: [r.to_dict() for r in reps] for s, reps in cmp.runs.items()},
          "evaluations": getattr(metric, "evaluations", None)}, indent=1, default=str))
     print(table)
-    print(f"winner: {cmp.winner()}")
     print(f"curves: {png}")
     if not args.no_tracking:
         print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")

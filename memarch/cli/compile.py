@@ -25,7 +25,14 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--budget", type=int, default=default_budget, help=f"evaluated trials (default {default_budget})")
     p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
     p.add_argument("--strategies", default=None, help="comma-separated: guided,random,tpe,bruteforce")
-    p.add_argument("--k", type=int, default=3, help="guided proposals per round (default 3)")
+    p.add_argument("--k", type=int, default=3, help="guided proposals per round and warm-start size (default 3)")
+    p.add_argument("--warm-start", choices=("presets", "none"), default="presets",
+                   help="round 0 of every strategy: k seeded human-designed presets (default) or none")
+    p.add_argument("--split-by", choices=("question", "dialogue"), default=None,
+                   help="split questions, or whole dialogues (test questions from conversations the search "
+                        "never wrote); default: dialogue when the benchmark has >= 6 dialogues")
+    p.add_argument("--max-failures", type=int, default=5,
+                   help="consecutive failed trials that stop a study (default 5; 0: never)")
     p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
     p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default all-MiniLM-L6-v2)")
     p.add_argument("--storage", default=DEFAULT_STORAGE, help=f"Optuna storage URL (default {DEFAULT_STORAGE}; "
@@ -77,6 +84,8 @@ def check_numbers(args) -> None:
         raise MemarchError(f"--output {output}: is a directory; expected a file path for the program JSON")
     if args.limit is not None and args.limit < 1:
         raise MemarchError(f"--limit must be at least 1, got {args.limit}")
+    if args.max_failures < 0:
+        raise MemarchError(f"--max-failures must be 0 or more, got {args.max_failures}")
 
 
 def build_metric(args, resources):
@@ -98,6 +107,8 @@ def build_metric(args, resources):
         lm_kwargs = {"reader": MemoryReader(resources), "objective": "qa_f1"}
         if getattr(args, "judge_lm", None):
             lm_kwargs["judge"] = AnswerJudge(resources)
+    if getattr(args, "split_by", None):
+        knobs["split_by"] = args.split_by
     metric = BenchmarkMetric(args.benchmark, resources=resources, data_path=args.data, limit=args.limit,
                              knobs=knobs, budget_tokens=args.context_budget, **lm_kwargs)
     if resources.lm is not None and hasattr(metric.benchmark, "agent_lm"):
@@ -192,15 +203,19 @@ def _compile(args, strategies: list[str], roles) -> int:
             tracker = tracker_for(args)
             opt = MemarchOptimizer(metric, strategy=strategy, budget=args.budget, lm=lm, meta_lm=meta, seed=seed,
                                    k=args.k, storage=storage_url(args), study_name=name, resume=args.resume,
-                                   tracker=tracker, resources=resources, on_trial=bar)
+                                   tracker=tracker, resources=resources, on_trial=bar, warm_start=args.warm_start,
+                                   max_failures=args.max_failures)
             try:
                 opt.compile(student, trainset="search", valset="validation", testset="test")
             finally:
                 bar.close()
             rep = opt.report
+            shown = {k: v for k, v in rep.counts.items() if v and k not in ("evaluated", "rounds")}
             print(f"{strategy} seed {seed}: {rep.architecture.key()}  search {rep.search_score:.4f}  "
-                  f"validation {rep.validation_score:.4f}  test {rep.test_score:.4f}  ({rep.trials} trials, "
-                  f"{rep.invalid_pruned} invalid pruned)")
+                  f"validation {rep.validation_score:.4f}  test {rep.test_score:.4f}  [objective {rep.objective}] "
+                  f"({rep.trials} distinct architectures; "
+                  + (", ".join(f"{k} {v}" for k, v in sorted(shown.items())) or "no invalid draws, repeats or failures")
+                  + ")")
             if best is None or rep.validation_score > best[0].validation_score:
                 best = (rep, opt)
     rep, opt = best

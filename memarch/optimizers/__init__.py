@@ -1,11 +1,15 @@
 """The search over memory architectures: an Optuna space derived from the registry, the strategies
-(random, tpe, bruteforce, guided), resumable multi-worker studies, MLflow tracking, `compile()` and
-`compare`."""
+(every one an Optuna sampler: random, tpe, bruteforce, guided), the objective contract, resumable
+multi-worker studies, MLflow tracking, `compile()` and `compare`."""
 from memarch.optimizers.compare import Comparison, compare
 from memarch.optimizers.compile import CompileReport, MemarchOptimizer
+from memarch.optimizers.guided.sampler import GuidedSampler
 from memarch.optimizers.metric import BenchmarkMetric, CachedMetric
+from memarch.optimizers.objective import record_outcomes, record_result
+from memarch.optimizers.proposal import Proposal
 from memarch.optimizers.space import SearchSpace
-from memarch.optimizers.strategies import STRATEGIES, Strategy, make_strategy
+from memarch.optimizers.strategies import STRATEGIES, make_sampler
 
 __all__ = ["MemarchOptimizer", "CompileReport", "compare", "Comparison", "BenchmarkMetric", "CachedMetric",
-           "SearchSpace", "Strategy", "STRATEGIES", "make_strategy"]
+           "GuidedSampler", "Proposal", "SearchSpace", "STRATEGIES", "make_sampler", "record_outcomes",
+           "record_result"]

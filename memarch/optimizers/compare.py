@@ -1,6 +1,7 @@
-"""`compare`: strategies side by side at equal trial budgets over several seeds — best-so-far
-curves, trials to reach a target, the test score of each run's pick beside the human-designed
-presets and the no-memory agent on the same test split — as a table and a PNG with spread."""
+"""`compare`: strategies side by side on equal terms — the same warm start per seed, the same
+budget of distinct evaluated architectures — over several seeds: best-so-far curves, trials to
+reach a target, each run's pick chosen on validation and reported on test beside the
+human-designed presets and the no-memory agent; the winning strategy is chosen on validation."""
 from __future__ import annotations
 
 import logging
@@ -36,6 +37,9 @@ class Comparison:
     target: float
     runs: dict[str, list[CompileReport]] = field(default_factory=dict)
     baselines: dict[str, float] = field(default_factory=dict)  # preset name / no-memory -> test score
+    failed_baselines: dict[str, str] = field(default_factory=dict)  # preset name -> error
+    objective: str = ""
+    warm_start: str = "presets"
 
     def rows(self) -> list[dict[str, Any]]:
         out = []
@@ -43,8 +47,14 @@ class Comparison:
             hits = [trials_to_target(r.curve, self.target) for r in reports]
             reached = [h for h in hits if h is not None]
             tests = [r.test_score for r in reports if r.test_score is not None]
+            vals = [r.validation_score for r in reports]
+            counts: dict[str, int] = {}
+            for r in reports:
+                for k, v in r.counts.items():
+                    counts[k] = counts.get(k, 0) + int(v)
             out.append({
                 "strategy": strat, "seeds": len(reports),
+                "validation_median": statistics.median(vals),
                 "best_search": statistics.median(r.curve[-1] for r in reports),
                 "trials_to_target": statistics.median(h if h is not None else self.budget + 1 for h in hits),
                 "reached": f"{len(reached)}/{len(reports)}",
@@ -53,6 +63,7 @@ class Comparison:
                 "test_max": max(tests) if tests else float("nan"),
                 "tokens": statistics.median(r.tokens for r in reports),
                 "picks": sorted({r.architecture.key() for r in reports}),
+                "counts": counts,
             })
         return out
 
@@ -61,17 +72,21 @@ class Comparison:
         return max(named.items(), key=lambda kv: kv[1]) if named else None
 
     def winner(self) -> str:
-        return max(self.rows(), key=lambda r: (r["test_median"], -r["trials_to_target"]))["strategy"]
+        """The strategy whose picks score best on VALIDATION (median over seeds; ties: fewer trials
+        to target). Test scores are reported, never used to choose."""
+        return max(self.rows(), key=lambda r: (r["validation_median"], -r["trials_to_target"]))["strategy"]
 
     def table(self) -> str:
         head = (f"{'strategy':<11}{'seeds':>6}{'best search':>13}{'trials to target':>18}{'reached':>9}"
-                f"{'test (median [min-max])':>28}{'tokens':>10}")
-        lines = [f"budget {self.budget} trials; target = {self.target:.4f} (search objective); "
-                 f"trials to target: median, budget+1 when not reached", head, "-" * len(head)]
+                f"{'validation':>12}{'test (median [min-max])':>28}{'tokens':>10}")
+        lines = [f"objective: {self.objective or '?'}; budget {self.budget} distinct architectures per run "
+                 f"(warm start: {self.warm_start}, the same round 0 for every strategy of a seed); "
+                 f"target = {self.target:.4f} (search objective); trials to target: median, budget+1 when "
+                 f"not reached; picks chosen on validation", head, "-" * len(head)]
         for r in self.rows():
             lines.append(f"{r['strategy']:<11}{r['seeds']:>6}{r['best_search']:>13.4f}{r['trials_to_target']:>18g}"
-                         f"{r['reached']:>9}{r['test_median']:>11.4f} [{r['test_min']:.4f}-{r['test_max']:.4f}]"
-                         f"{r['tokens']:>10.0f}")
+                         f"{r['reached']:>9}{r['validation_median']:>12.4f}{r['test_median']:>11.4f} "
+                         f"[{r['test_min']:.4f}-{r['test_max']:.4f}]{r['tokens']:>10.0f}")
         if self.baselines:
             lines.append("-" * len(head))
             bp = self.best_preset()
@@ -84,8 +99,14 @@ class Comparison:
                     verdict = "beats" if r["test_median"] > bp[1] else "does not beat"
                     lines.append(f"{r['strategy']}: median pick {verdict} the strongest hand-designed memory "
                                  f"({bp[0]}, {bp[1]:.4f}) on test")
+        for name, error in self.failed_baselines.items():
+            lines.append(f"baseline {name} FAILED (not in the table): {error}")
         for r in self.rows():
             lines.append(f"{r['strategy']} picks: {', '.join(r['picks'])}")
+            shown = {k: v for k, v in r["counts"].items() if v and k not in ("evaluated", "rounds")}
+            if shown:
+                lines.append(f"{r['strategy']} over all seeds: " + ", ".join(f"{k} {v}" for k, v in sorted(shown.items())))
+        lines.append(f"winner (median validation score of the picks): {self.winner()}")
         return "\n".join(lines)
 
     def plot(self, path: str | Path) -> Path:
@@ -102,29 +123,31 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
             storage: str | None = None, resume: bool = False, tracker_factory: Callable[[], Any] | None = None,
             baselines: bool = True, finalists: int = 2, study_prefix: str = "compare",
             on_trial: Callable | None = None, trainset: Any = "search", valset: Any = "validation",
-            testset: Any = "test") -> Comparison:
-    """Run every strategy with every seed at the same budget; ``target`` defaults to 99% of the best
-    search objective any run found."""
+            testset: Any = "test", warm_start: Any = "presets", k: int = 3) -> Comparison:
+    """Run every strategy with every seed at the same budget and warm start; ``target`` defaults to
+    99% of the best search objective any run found."""
     if isinstance(space, str):
         space = ArchitectureSpace(space, lm_available=lm is not None)
     runs: dict[str, list[CompileReport]] = {}
     for strat in strategies:
         for seed in range(seeds):
             opt = MemarchOptimizer(metric, strategy=strat, budget=budget, lm=lm, meta_lm=meta_lm, seed=seed,
-                                   storage=storage, resume=resume, finalists=finalists,
+                                   storage=storage, resume=resume, finalists=finalists, warm_start=warm_start, k=k,
                                    study_name=f"{study_prefix}-{space.family}-{strat}-s{seed}",
                                    tracker=tracker_factory() if tracker_factory else None, on_trial=on_trial)
             opt.compile(space, trainset=trainset, valset=valset, testset=testset)
             runs.setdefault(strat, []).append(opt.report)
             logger.info("%s seed %d: pick %s test %s", strat, seed, opt.report.architecture.key(), opt.report.test_score)
     best = max(r.curve[-1] for reports in runs.values() for r in reports)
-    cmp = Comparison(budget=budget, target=target if target is not None else 0.99 * best, runs=runs)
+    objective = next((r.objective for reports in runs.values() for r in reports if r.objective), "")
+    cmp = Comparison(budget=budget, target=target if target is not None else 0.99 * best, runs=runs,
+                     objective=objective, warm_start=warm_start if isinstance(warm_start, str) else "custom")
     if baselines:
-        for name, arch in presets_for(space).items():
+        for name, arch in [*presets_for(space).items(), (NO_MEMORY, None)]:
             res = metric(arch, testset)
-            if not res.failed:
+            if res.failed:
+                cmp.failed_baselines[name] = str(res.error)[:300]
+                logger.warning("baseline %s failed on %s: %s", name, testset, res.error)
+            else:
                 cmp.baselines[name] = res.objective
-        res = metric(None, testset)
-        if not res.failed:
-            cmp.baselines[NO_MEMORY] = res.objective
     return cmp

@@ -14,9 +14,10 @@ import optuna
 from memarch.errors import MemarchError
 from memarch.optimizers.guided.champion import select_champion
 from memarch.optimizers.history import History, cost_of
+from memarch.optimizers.presets import warm_start_architectures
 from memarch.optimizers.search import Metric, Search
 from memarch.optimizers.space import SearchSpace
-from memarch.optimizers.strategies import make_strategy
+from memarch.optimizers.strategies import make_sampler
 from memarch.optimizers.study import make_storage, open_study
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import ArchitectureSpace
@@ -36,22 +37,27 @@ class CompileReport:
     validation_score: float
     test_score: float | None
     finalists: dict[str, float]  # architecture key -> validation score
-    curve: list[float]  # best-so-far search objective per evaluated trial
-    trials: int
+    curve: list[float]  # best-so-far search objective per distinct evaluated architecture
+    trials: int  # distinct evaluated architectures (the budget's unit)
     invalid_pruned: int
     tokens: float
     wall_s: float
     program_path: str | None = None
     test_result: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
+    objective: str = ""  # the objective's name (answer_span, task_score, ...)
+    warm_start: list[str] = field(default_factory=list)  # round-0 architectures every strategy shares
+    counts: dict[str, int] = field(default_factory=dict)  # invalid, repeats, failed, dropped proposals, ...
+    keys: list[str] = field(default_factory=list)  # evaluated architectures in trial order
 
     def to_dict(self) -> dict:
         return {"study": self.study_name, "strategy": self.strategy, "seed": self.seed,
-                "architecture": self.architecture.to_dict(), "search_score": self.search_score,
-                "validation_score": self.validation_score, "test_score": self.test_score,
-                "finalists": self.finalists, "curve": self.curve, "trials": self.trials,
-                "invalid_pruned": self.invalid_pruned, "tokens": self.tokens, "wall_s": round(self.wall_s, 2),
-                "program_path": self.program_path}
+                "architecture": self.architecture.to_dict(), "objective": self.objective,
+                "search_score": self.search_score, "validation_score": self.validation_score,
+                "test_score": self.test_score, "finalists": self.finalists, "curve": self.curve,
+                "trials": self.trials, "invalid_pruned": self.invalid_pruned, "counts": self.counts,
+                "warm_start": self.warm_start, "evaluated": self.keys, "tokens": self.tokens,
+                "wall_s": round(self.wall_s, 2), "program_path": self.program_path}
 
 
 class MemarchOptimizer:
@@ -66,8 +72,9 @@ class MemarchOptimizer:
 
     Args:
         metric: ``metric(architecture_or_None, data) -> TrialResult`` (see `BenchmarkMetric`).
-        strategy: ``guided`` (default), ``random``, ``tpe`` or ``bruteforce``.
-        budget: evaluated trials on the train data.
+        strategy: ``guided`` (default), ``random``, ``tpe`` or ``bruteforce`` (see `STRATEGIES`).
+        budget: distinct architectures evaluated on the train data (the warm start included;
+            invalid draws, repeats of an evaluated architecture and failed trials do not count).
         lm: the task LM (None: the LM-free space, modules that need an LM drop out).
         meta_lm: the proposer/diagnoser LM of the guided strategy (default: ``lm``).
         seed: sampler / seed-round randomness.
@@ -78,13 +85,17 @@ class MemarchOptimizer:
         finalists: how many top search architectures are re-scored on validation.
         save_path: where the compiled program is saved as JSON (None: not saved).
         resources: what the returned program is built with (default: bundled embedder, ``lm``).
+        warm_start: ``"presets"`` (default): round 0 is ``k`` human-designed presets chosen by
+            ``seed`` — the same for every strategy of that seed; ``"none"``: no warm start; or a
+            list of architectures.
+        max_failures: consecutive failed trials that stop the study (one clear error).
     """
 
     def __init__(self, metric: Metric, strategy: str = "guided", budget: int = 30, lm: Any = None,
                  meta_lm: Any = None, *, seed: int | None = 0, k: int = 3, storage: str | None = None,
                  study_name: str | None = None, resume: bool = False, tracker: Any = None, finalists: int = 3,
                  save_path: str | Path | None = None, resources: Any = None,
-                 on_trial: Callable | None = None):
+                 on_trial: Callable | None = None, warm_start: Any = "presets", max_failures: int = 5):
         if budget < 1:
             raise MemarchError(f"budget must be at least 1 trial, got {budget}")
         self.metric = metric
@@ -100,6 +111,10 @@ class MemarchOptimizer:
         self.save_path = save_path
         self.resources = resources
         self.on_trial = on_trial
+        if isinstance(warm_start, str) and warm_start not in ("presets", "none"):
+            raise MemarchError(f"warm_start must be 'presets', 'none' or a list of architectures, not {warm_start!r}")
+        self.warm_start = warm_start
+        self.max_failures = max_failures
         self.report: CompileReport | None = None
         self.study: optuna.Study | None = None
 
@@ -127,18 +142,20 @@ class MemarchOptimizer:
         started = time.perf_counter()
         space, start = self._space(student)
         sspace = SearchSpace(space)
-        strategy = make_strategy(self.strategy_name, seed=self.seed, k=self.k, lm=self.lm, meta_lm=self.meta_lm)
-        name = self.study_name or f"{space.family}-{strategy.name}-s{self.seed}"
+        sampler = make_sampler(self.strategy_name, sspace, seed=self.seed, k=self.k, lm=self.lm, meta_lm=self.meta_lm)
+        name = self.study_name or f"{space.family}-{self.strategy_name}-s{self.seed}"
         storage = make_storage(self.storage_url)
-        self.study = study = open_study(name, storage, strategy.sampler(sspace), space=sspace.describe(),
-                                        resume=self.resume, attrs={"strategy": strategy.name, "seed": self.seed})
-        if start is not None and not study.trials:
-            # The student's own architecture is the first point, like a DSPy student program.
-            study.enqueue_trial(sspace.to_params(space.validate(start)), user_attrs={"role": "student"})
+        self.study = study = open_study(name, storage, sampler, space=sspace.describe(), resume=self.resume,
+                                        attrs={"strategy": self.strategy_name, "seed": self.seed})
+        warm = self._warm_start(space, start)
+        if not study.trials:
+            for arch, role in warm:
+                study.enqueue_trial(sspace.to_params(arch), user_attrs={"role": role})
         if self.tracker is not None:
-            self.tracker.start(study, strategy=strategy.name, seed=self.seed, budget=self.budget, family=space.family)
-        search = Search(self.metric, sspace, strategy, budget=self.budget, data=trainset, tracker=self.tracker,
-                        on_trial=self.on_trial)
+            self.tracker.start(study, strategy=self.strategy_name, seed=self.seed, budget=self.budget,
+                               family=space.family, warm_start=",".join(a.key() for a, _ in warm) or "none")
+        search = Search(self.metric, sspace, budget=self.budget, data=trainset, tracker=self.tracker,
+                        on_trial=self.on_trial, max_failures=self.max_failures)
         history = search.run(study)
         if not history.records:
             raise MemarchError(f"study {name}: no architecture could be evaluated (see the log)")
@@ -150,27 +167,55 @@ class MemarchOptimizer:
             path = str(program.save(self.save_path, include_memory=False))
         best = history.by_key(pick.key())
         self.report = CompileReport(
-            study_name=name, strategy=strategy.name, seed=self.seed, architecture=pick,
+            study_name=name, strategy=self.strategy_name, seed=self.seed, architecture=pick,
             search_score=best.objective if best else float("nan"), validation_score=finalists[pick.key()],
             test_score=None if test_result is None else test_result.objective, finalists=finalists,
             curve=history.best_so_far(), trials=len(history), invalid_pruned=len(search.invalid),
             tokens=sum(sum(v for k, v in r.result.cost.items() if k.startswith("tokens")) for r in history.records),
             wall_s=time.perf_counter() - started, program_path=path, test_result=test_result,
-            extras={"strategy_artifacts": strategy.artifacts()})
+            extras={"strategy_artifacts": (getattr(sampler, "rounds", None) or [{}])[-1]},
+            objective=best.result.metadata.get("objective", "") if best else "",
+            warm_start=[a.key() for a, _ in warm], counts=self._counts(search, history, sampler),
+            keys=[r.architecture.key() for r in history.records])
         if self.tracker is not None:
             import tempfile
 
             from memarch.optimizers.curves import plot_curves
 
             tmp = Path(tempfile.mkdtemp(prefix="memarch-curve-")) / "curve.png"
-            plot_curves({strategy.name: [self.report.curve]}, tmp, title=f"{name}: best-so-far search objective")
+            plot_curves({self.strategy_name: [self.report.curve]}, tmp, title=f"{name}: best-so-far search objective")
             self.tracker.finish({"search_score": self.report.search_score,
                                  "validation_score": self.report.validation_score,
                                  "test_score": self.report.test_score if self.report.test_score is not None else float("nan"),
-                                 "trials": self.report.trials, "pick": pick.key()}, curve_png=tmp)
+                                 "trials": self.report.trials, "pick": pick.key(),
+                                 **{f"count_{k}": v for k, v in self.report.counts.items()}}, curve_png=tmp)
         logger.info("compiled %s: search %.4f validation %.4f test %s", pick.key(), self.report.search_score,
                     self.report.validation_score, self.report.test_score)
         return program
+
+    def _warm_start(self, space: ArchitectureSpace, start: Architecture | None) -> list[tuple[Architecture, str]]:
+        """Round 0: the student's architecture first, then the warm start (same for every strategy)."""
+        out: list[tuple[Architecture, str]] = []
+        if start is not None:
+            out.append((space.validate(start).canonical(), "student"))
+        if isinstance(self.warm_start, str):
+            warm = warm_start_architectures(space, self.seed, self.k) if self.warm_start == "presets" else []
+        else:
+            warm = [space.validate(a).canonical() for a in self.warm_start]
+        keys = {a.key() for a, _ in out}
+        for a in warm:
+            if a.key() not in keys:
+                out.append((a, "warm_start"))
+                keys.add(a.key())
+        return out[:self.budget]
+
+    @staticmethod
+    def _counts(search: Search, history: History, sampler: Any) -> dict[str, int]:
+        counts = {"evaluated": len(history), **{k: v for k, v in search.stats().items() if k != "evaluated"},
+                  "repeats_in_study": history.repeats}
+        if hasattr(sampler, "stats"):
+            counts.update(sampler.stats())
+        return counts
 
     def _choose(self, history: History, valset: Any) -> tuple[Architecture, dict[str, float]]:
         """Top search architectures plus the guarded champion, re-scored on validation (AutoMem's

@@ -1,10 +1,12 @@
-"""`TrialRecord` and `History`: the evaluated trials of a study as the strategies read them. A
-compact form of each `TrialResult` lives in the trial's user attrs, so every worker process (and a
-resumed study) sees the same history."""
+"""`TrialRecord` and `History`: the distinct evaluated architectures of a study as the strategies
+read them. A compact form of each `TrialResult` lives in the trial's user attrs, so every worker
+process (and a resumed study) sees the same history; a `HistoryCache` expands each trial once."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.trial import QueryOutcome, TrialResult
@@ -14,6 +16,8 @@ if TYPE_CHECKING:
 
 RESULT_ATTR = "result"
 ARCH_ATTR = "architecture"
+REPEAT_ATTR = "repeat_of"  # a trial that re-drew an evaluated architecture: not a new evaluation
+PROPOSAL_PREFIX = "memarch:"  # system attrs a sampler sets on the trials it proposes
 # Enough example failures for a diagnosis; the rest of the evidence stays in the in-process result.
 MAX_EVIDENCE_KEYS = 8
 
@@ -34,52 +38,98 @@ def compact(result: TrialResult) -> dict[str, Any]:
         outs.append([o.query_id, round(float(o.score), 4), bool(o.success), o.category, o.attribution, ev])
     return {"objective": result.objective, "scores": result.scores, "per_category": result.per_category,
             "cost": result.cost, "attribution": result.attribution, "outcomes": outs,
-            "benchmark": result.benchmark, "split": result.split}
+            "benchmark": result.benchmark, "split": result.split,
+            "objective_name": result.metadata.get("objective", "")}
 
 
 def expand(arch: Architecture | None, data: dict[str, Any]) -> TrialResult:
     outcomes = [QueryOutcome(query_id=q, score=s, success=ok, category=c, attribution=a, evidence=ev)
                 for q, s, ok, c, a, ev in data.get("outcomes", [])]
+    meta = {"objective": data["objective_name"]} if data.get("objective_name") else {}
     return TrialResult(architecture=arch, benchmark=data.get("benchmark", ""), split=data.get("split", ""),
                        objective=float(data["objective"]), scores=data.get("scores", {}),
                        per_category=data.get("per_category", {}), cost=data.get("cost", {}),
-                       outcomes=outcomes, attribution=data.get("attribution", {}))
+                       outcomes=outcomes, attribution=data.get("attribution", {}), metadata=meta)
 
 
 @dataclass
 class TrialRecord:
-    """One evaluated trial: its number, architecture, objective, cost and (compact) result."""
+    """One evaluated architecture: its first trial's number, objective, cost and (compact) result."""
 
     number: int
     architecture: Architecture
     objective: float
     cost: float
     result: TrialResult
-    role: str = ""  # who proposed it: random / tpe / bruteforce / exploit / explore / lm / seed
+    role: str = ""  # who proposed it: warm_start / random / tpe / exploit / explore / lm / ...
     edit: str = ""  # the coordinate edit a guided proposal made, e.g. "retrieve: hybrid -> mmr"
     parent: str = ""  # architecture key the edit was applied to
+    _scores: dict[str, float] | None = field(default=None, repr=False)
+
+    def scores_by_query(self) -> dict[str, float]:
+        if self._scores is None:
+            self._scores = {o.query_id: float(o.score) for o in self.result.outcomes}
+        return self._scores
+
+
+def proposal_attr(trial: Any, name: str) -> str:
+    """A proposal field of a trial: the user attr (enqueued trials, user code) or the system attr a
+    sampler set (``memarch:role``)."""
+    value = trial.user_attrs.get(name)
+    if value is None:
+        value = trial.system_attrs.get(PROPOSAL_PREFIX + name, "")
+    return str(value or "")
+
+
+class HistoryCache:
+    """Expanded records by trial number, so a study's history is parsed once per trial, plus a memo of
+    paired comparisons (pure functions of two trials' outcomes)."""
+
+    def __init__(self) -> None:
+        self.records: dict[int, TrialRecord] = {}
+        self.paired: dict[tuple[int, int], tuple[int, int, int]] = {}
+
+    def record(self, trial: Any) -> TrialRecord:
+        rec = self.records.get(trial.number)
+        if rec is None:
+            arch = Architecture.from_dict(trial.user_attrs[ARCH_ATTR])
+            result = expand(arch, trial.user_attrs[RESULT_ATTR])
+            rec = TrialRecord(trial.number, arch, result.objective, cost_of(result), result,
+                              role=proposal_attr(trial, "role"), edit=proposal_attr(trial, "edit"),
+                              parent=proposal_attr(trial, "parent"))
+            self.records[trial.number] = rec
+        return rec
 
 
 @dataclass
 class History:
-    """The completed trials of a study, in trial order."""
+    """The distinct evaluated architectures of a study, in trial order (a repeat of an architecture
+    is not a new record; ``repeats`` counts them)."""
 
     records: list[TrialRecord] = field(default_factory=list)
+    repeats: int = 0
+    cache: HistoryCache = field(default_factory=HistoryCache, repr=False)
 
     @classmethod
-    def from_study(cls, study: "optuna.Study") -> "History":
+    def from_study(cls, study: "optuna.Study", cache: HistoryCache | None = None) -> "History":
         from optuna.trial import TrialState
 
-        records = []
+        cache = cache or HistoryCache()
+        records, seen, repeats = [], set(), 0
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            if REPEAT_ATTR in t.user_attrs:
+                repeats += 1
+                continue
             if ARCH_ATTR not in t.user_attrs or RESULT_ATTR not in t.user_attrs:
                 continue
-            arch = Architecture.from_dict(t.user_attrs[ARCH_ATTR])
-            result = expand(arch, t.user_attrs[RESULT_ATTR])
-            records.append(TrialRecord(t.number, arch, result.objective, cost_of(result), result,
-                                       role=t.user_attrs.get("role", ""), edit=t.user_attrs.get("edit", ""),
-                                       parent=t.user_attrs.get("parent", "")))
-        return cls(records)
+            rec = cache.record(t)
+            key = rec.architecture.key()
+            if key in seen:  # two workers raced on one architecture: the first trial is the record
+                repeats += 1
+                continue
+            seen.add(key)
+            records.append(rec)
+        return cls(records, repeats, cache)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -88,7 +138,7 @@ class History:
         return {r.architecture.key() for r in self.records}
 
     def best(self) -> TrialRecord | None:
-        return max(self.records, key=lambda r: (r.objective, -r.number), default=None)
+        return max(self.records, key=lambda r: (r.objective, -r.cost, -r.number), default=None)
 
     def by_key(self, key: str) -> TrialRecord | None:
         for r in self.records:
@@ -102,3 +152,19 @@ class History:
             best = max(best, r.objective)
             out.append(best)
         return out
+
+    def paired(self, a: TrialRecord, b: TrialRecord) -> tuple[int, int, int]:
+        """(wins of a, losses of a, shared queries) over the queries both were scored on."""
+        key = (a.number, b.number)
+        hit = self.cache.paired.get(key)
+        if hit is None:
+            sa, sb = a.scores_by_query(), b.scores_by_query()
+            shared = [q for q in sa if q in sb]
+            if shared:
+                d = np.fromiter((sa[q] for q in shared), float, len(shared)) - \
+                    np.fromiter((sb[q] for q in shared), float, len(shared))
+                hit = (int((d > 1e-9).sum()), int((d < -1e-9).sum()), len(shared))
+            else:
+                hit = (0, 0, 0)
+            self.cache.paired[key] = hit
+        return hit

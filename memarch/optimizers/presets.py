@@ -62,6 +62,28 @@ def presets_for(space: ArchitectureSpace) -> dict[str, Architecture]:
     return out
 
 
+def warm_start_architectures(space: ArchitectureSpace, seed: int | None, k: int) -> list[Architecture]:
+    """Round 0 of every strategy: ``k`` distinct presets valid in ``space``, chosen by ``seed``
+    (random valid architectures fill up when the space has fewer presets). Every strategy run with
+    the same seed starts from the same round 0, so strategies are compared on equal terms.
+
+    Example::
+
+        warm_start_architectures(ArchitectureSpace("conversation", lm_available=False), 0, 3)
+    """
+    import random
+
+    uniq = list({a.key(): a for a in presets_for(space).values()}.values())
+    rng = random.Random(seed)
+    rng.shuffle(uniq)
+    chosen = uniq[:k]
+    if len(chosen) < k:
+        keys = {a.key() for a in chosen}
+        pool = [a for a in space.enumerate() if a.key() not in keys]
+        chosen += rng.sample(pool, min(k - len(chosen), len(pool)))
+    return chosen
+
+
 def get_preset(name: str, space: ArchitectureSpace) -> Architecture:
     key = name.lower().replace("-", "_")
     presets = preset_architectures(space.family)

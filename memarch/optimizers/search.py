@@ -1,145 +1,96 @@
-"""`Search`: one worker of a study — asks the strategy for proposals when the queue is empty,
-enqueues them, and runs trials until the study holds ``budget`` evaluated architectures. Invalid
-architectures are pruned and logged, never evaluated; any number of workers can share a study."""
+"""`Search`: one worker of a study — ``study.optimize`` with memarch's objective and stop rules,
+until the study holds ``budget`` distinct evaluated architectures. Any number of workers can share
+a study; invalid draws and repeats are shown and never counted; N failed trials in a row stop it."""
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import optuna
-from optuna.trial import TrialState
 
-from memarch.optimizers.history import ARCH_ATTR, RESULT_ATTR, History, compact
+from memarch.errors import MemarchError
+from memarch.optimizers.callbacks import StopAtBudget, StopOnFailures, StopWhenStuck
+from memarch.optimizers.history import History
+from memarch.optimizers.objective import ArchitectureObjective, Metric, TrialFailed, distinct_taken
 from memarch.optimizers.study import fail_stale
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.trial import TrialResult
 
 if TYPE_CHECKING:
     from memarch.optimizers.space import SearchSpace
-    from memarch.optimizers.strategies import Strategy
     from memarch.optimizers.tracking import Tracker
 
 logger = logging.getLogger(__name__)
 
-Metric = Callable[[Architecture, Any], TrialResult]
+__all__ = ["Metric", "Search", "StudyStopped", "TrialFailed"]
 
 
-class TrialFailed(Exception):
-    """The metric reported a failed evaluation (the trial is marked FAIL, the study goes on)."""
+class StudyStopped(MemarchError):
+    """The study stopped before its budget (consecutive failures, a stuck strategy)."""
 
 
 class Search:
-    """Run trials of ``strategy`` on ``study`` until ``budget`` architectures are evaluated.
+    """Run trials on ``study`` (its sampler is the strategy) until ``budget`` distinct architectures
+    are evaluated.
 
     Example::
 
-        search = Search(metric, SearchSpace(space), make_strategy("guided"), budget=30, data="search")
+        study = optuna.create_study(direction="maximize", sampler=make_sampler("guided", space))
+        search = Search(metric, space, budget=20, data="search")
         history = search.run(study)
+        search.stats()   # {"evaluated": 20, "invalid": 1, "repeats": 0, "failed": 0, ...}
 
     Args:
         metric: ``metric(architecture, data) -> TrialResult``.
-        data: what the metric scores on (a split name such as ``"search"``, or a dataset).
-        budget: evaluated (COMPLETE) trials the study should hold; pruned invalid draws do not count.
-        tracker: optional MLflow tracker (one nested run per trial).
-        on_trial: called with (trial number, architecture, result) after each evaluation (progress bars).
+        space: the `SearchSpace`.
+        budget: distinct evaluated architectures the study should hold (invalid draws, repeats and
+            failed trials do not count).
+        data: what the metric scores on (a split name such as ``"search"``).
+        tracker: optional MLflow tracker (a nested run per trial, counts on the parent).
+        on_trial: called with (trial number, architecture, result) after each evaluation.
+        max_failures: consecutive failed trials that stop the study (0: never).
+        stuck_limit: trials in a row that evaluate nothing new before the study is stopped
+            (default 20 x budget + 100).
     """
 
-    def __init__(self, metric: Metric, space: "SearchSpace", strategy: "Strategy", *, budget: int,
-                 data: Any = "search", tracker: "Tracker | None" = None,
-                 on_trial: Callable[[int, Architecture, TrialResult], None] | None = None,
-                 max_attempts: int | None = None):
-        self.metric = metric
+    def __init__(self, metric: Metric, space: "SearchSpace", *, budget: int, data: Any = "search",
+                 tracker: "Tracker | None" = None, on_trial: Callable[[int, Architecture, TrialResult], None] | None = None,
+                 max_failures: int = 5, stuck_limit: int | None = None):
         self.space = space
-        self.strategy = strategy
         self.budget = int(budget)
-        self.data = data
         self.tracker = tracker
-        self.on_trial = on_trial
-        self.max_attempts = max_attempts or 20 * self.budget + 100
-        self._cache: dict[str, TrialResult] = {}
-        self.invalid: list[tuple[int, str, str]] = []  # (trial number, architecture, broken rule)
+        self.objective = ArchitectureObjective(metric, space, data=data, budget=self.budget, on_result=on_trial)
+        self.rules = [StopAtBudget(self.budget), StopOnFailures(max_failures),
+                      StopWhenStuck(stuck_limit or 20 * self.budget + 100)]
+        self.stop_reason: str | None = None
 
-    # -- the loop ----------------------------------------------------------------------------------
+    @property
+    def invalid(self) -> list[tuple[int, str, str]]:
+        return self.objective.invalid
+
     def run(self, study: optuna.Study) -> History:
-        attempts = 0
-        while attempts < self.max_attempts:
-            fail_stale(study)
-            counts = self._counts(study)
-            if counts[TrialState.COMPLETE] >= self.budget:
-                break
-            if counts[TrialState.COMPLETE] + counts[TrialState.RUNNING] >= self.budget:
-                time.sleep(0.2)  # other workers are finishing the last trials
-                continue
-            if counts[TrialState.WAITING] == 0:
-                self._enqueue(study)
-            attempts += 1
-            study.optimize(self._objective, n_trials=1, catch=(TrialFailed,), gc_after_trial=False)
-        else:
-            logger.warning("stopped after %d attempts with %d evaluated trials (budget %d)",
-                           attempts, self._counts(study)[TrialState.COMPLETE], self.budget)
+        """Optimise until the budget (or a stop rule); returns the study's distinct history.
+
+        Raises `StudyStopped` when a stop rule other than the budget ended the study."""
+        fail_stale(study)
+        if distinct_taken(study) < self.budget:
+            callbacks: list[Any] = [self._heartbeat, *self.rules]
+            if self.tracker is not None:
+                callbacks.append(self.tracker.callback(self))
+            study.optimize(self.objective, n_trials=None, catch=(TrialFailed,), callbacks=callbacks,
+                           gc_after_trial=False)
+        fired = [r.reason for r in self.rules if r.reason]
+        self.stop_reason = fired[0] if fired else None
+        if fired and not self.rules[0].reason:
+            raise StudyStopped(f"study {study.study_name} stopped: {fired[0]}")
         return History.from_study(study)
 
     @staticmethod
-    def _counts(study: optuna.Study) -> dict[TrialState, int]:
-        counts = {s: 0 for s in TrialState}
-        for t in study.get_trials(deepcopy=False):
-            counts[t.state] += 1
-        return counts
+    def _heartbeat(study: optuna.Study, trial: Any) -> None:
+        fail_stale(study)  # a killed worker's trial is failed and re-queued
 
-    def _enqueue(self, study: optuna.Study) -> None:
-        history = History.from_study(study)
-        k = getattr(self.strategy, "k", 3)
-        for p in self.strategy.propose(history, self.space, k=k):
-            v = self.space.violations(p.architecture)
-            if v:  # proposers validate already; this is the last line of defence
-                logger.warning("proposal %s rejected before enqueue: %s", p.architecture.key(), v[0])
-                continue
-            study.enqueue_trial(self.space.to_params(p.architecture), skip_if_exists=True,
-                                user_attrs={"role": p.role, "edit": p.edit, "parent": p.parent,
-                                            "reason": p.reason})
-        if self.tracker is not None and self.strategy.artifacts():
-            self.tracker.log_round(len(history), self.strategy.artifacts())
-
-    # -- one trial ---------------------------------------------------------------------------------
-    def _over_budget(self, trial: optuna.Trial) -> bool:
-        """Workers race between counting and asking; the trials with lower numbers win, so two
-        workers never both take the last slot (and never both give it up)."""
-        ahead = 0
-        for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
-            if t.state == TrialState.COMPLETE or t.number < trial.number:
-                ahead += 1
-        return ahead >= self.budget
-
-    def _objective(self, trial: optuna.Trial) -> float:
-        if self._over_budget(trial):
-            trial.set_user_attr("over_budget", True)
-            raise optuna.TrialPruned("the study's budget is already taken by other workers")
-        arch = self.space.suggest(trial)
-        if not trial.user_attrs.get("role"):
-            trial.set_user_attr("role", self.strategy.name)
-        v = self.space.violations(arch)
-        if v:
-            self.invalid.append((trial.number, arch.key(), v[0].rule))
-            logger.info("trial %d: %s is invalid (%s); pruned, not evaluated", trial.number, arch.key(), v[0])
-            trial.set_user_attr("invalid", str(v[0]))
-            raise optuna.TrialPruned(str(v[0]))
-        arch = arch.canonical()
-        key = arch.key()
-        result = self._cache.get(key)
-        if result is None:
-            t0 = time.perf_counter()
-            result = self.metric(arch, self.data)
-            result.cost.setdefault("latency_s", time.perf_counter() - t0)
-            if not result.failed:
-                self._cache[key] = result
-        if result.failed:
-            trial.set_user_attr("error", str(result.error)[:500])
-            raise TrialFailed(f"{key}: {result.error}")
-        trial.set_user_attr(ARCH_ATTR, arch.to_dict())
-        trial.set_user_attr(RESULT_ATTR, compact(result))
-        if self.tracker is not None:
-            self.tracker.log_trial(trial.number, arch, result, dict(trial.user_attrs))
-        if self.on_trial is not None:
-            self.on_trial(trial.number, arch, result)
-        return float(result.objective)
+    def stats(self) -> dict[str, int]:
+        """What this worker's trials did: evaluated, invalid, repeats, failed (plus the sampler's own)."""
+        o = self.objective
+        return {"evaluated": len(o.evaluated), "invalid": len(o.invalid), "repeats": len(o.repeats),
+                "failed": len(o.failures)}

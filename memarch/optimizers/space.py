@@ -34,6 +34,20 @@ class SearchSpace:
     def __init__(self, space: ArchitectureSpace):
         self.space = space
 
+    @classmethod
+    def for_family(cls, family: str = "conversation", *, lm_available: bool = False) -> "SearchSpace":
+        """The search space of a family (LM-free by default)."""
+        return cls(ArchitectureSpace(family, lm_available=lm_available))
+
+    @classmethod
+    def of(cls, space: "SearchSpace | ArchitectureSpace | str") -> "SearchSpace":
+        """Accept a `SearchSpace`, an `ArchitectureSpace` or a family name."""
+        if isinstance(space, SearchSpace):
+            return space
+        if isinstance(space, ArchitectureSpace):
+            return cls(space)
+        return cls.for_family(space)
+
     @property
     def family(self) -> str:
         return self.space.family
@@ -74,6 +88,31 @@ class SearchSpace:
 
     def violations(self, arch: Architecture) -> list[Violation]:
         return self.space.violations(arch)
+
+    def is_valid(self, arch: Architecture) -> bool:
+        return not self.space.violations(arch)
+
+    def params_of(self, trial: Any) -> dict[str, Any] | None:
+        """A trial's architecture params: drawn (``params``) or queued (``fixed_params``); None when
+        incomplete (a trial still sampling)."""
+        params = dict(trial.system_attrs.get("fixed_params", {}))
+        params.update(trial.params)
+        names = self.distributions()
+        return params if all(n in params for n in names) else None
+
+    def keys_in(self, study: Any, *, exclude: int | None = None, failed: bool = True) -> set[str]:
+        """Keys of the architectures a study holds — evaluated, running, queued and (``failed``)
+        failed — from each trial's params. ``exclude`` skips one trial (the one being sampled)."""
+        from optuna.trial import TrialState
+
+        out = set()
+        for t in study.get_trials(deepcopy=False):
+            if t.number == exclude or t.state == TrialState.PRUNED or (t.state == TrialState.FAIL and not failed):
+                continue
+            params = self.params_of(t)
+            if params is not None:
+                out.add(self.from_params(params).canonical().key())
+        return out
 
     def describe(self) -> dict[str, Any]:
         """Stored with a study so that a resumed study can check it searches the same space."""

@@ -108,11 +108,12 @@ def _fail_heartbeatless(study: optuna.Study) -> None:
     is three grace periods old (a live worker writes its first heartbeat at once)."""
     import datetime
 
-    from optuna.storages._rdb import models
     from optuna.trial import TrialState
 
-    backend = getattr(study._storage, "_backend", study._storage)
-    if not isinstance(backend, RDBStorage) or backend.heartbeat_interval is None:
+    from memarch.optimizers import optuna_internals as internals
+
+    backend = internals.rdb_backend(study)
+    if backend is None or backend.heartbeat_interval is None:
         return
     grace = backend.grace_period or 2 * backend.heartbeat_interval
     now = datetime.datetime.now()
@@ -120,20 +121,16 @@ def _fail_heartbeatless(study: optuna.Study) -> None:
            if t.datetime_start and (now - t.datetime_start).total_seconds() > 3 * grace]
     if not old:
         return
-    session = backend.scoped_session()
-    try:
-        beating = {tid for (tid,) in session.query(models.TrialHeartbeatModel.trial_id).filter(
-            models.TrialHeartbeatModel.trial_id.in_([t._trial_id for t in old])).all()}
-    finally:
-        session.close()
+    beating = internals.heartbeat_trial_ids(backend, [internals.trial_id(t) for t in old])
     callback = backend.get_heartbeat_stale_trial_callback()
+    storage = internals.storage_of(study)
     for t in old:
-        if t._trial_id in beating:
+        if internals.trial_id(t) in beating:
             continue
         try:
-            if study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL):
+            if storage.set_trial_state_values(internals.trial_id(t), state=TrialState.FAIL):
                 logger.warning("trial %d never sent a heartbeat (its worker died); failed and retried", t.number)
                 if callback is not None:
-                    callback(study, study._storage.get_trial(t._trial_id))
+                    callback(study, storage.get_trial(internals.trial_id(t)))
         except optuna.exceptions.UpdateFinishedTrialError:
             pass  # another worker got there first

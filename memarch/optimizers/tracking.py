@@ -68,7 +68,7 @@ class Tracker:
             raise MemarchError(f"cannot open MLflow tracking store {tracking_uri}: {type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
         self.parent_run_id: str | None = None
-        self._round: dict[str, Any] = {}
+        self._ledger: list | None = None
 
     def start(self, study: Any, **params: Any) -> str:
         """The study's parent run (created once; workers and resumed studies reuse it)."""
@@ -83,22 +83,46 @@ class Tracker:
         self.parent_run_id = run_id
         return run_id
 
-    def log_round(self, n_trials: int, artifacts: dict[str, Any]) -> None:
-        """A guided round's decision: kept for the next trials' runs, and on the parent."""
-        self._round = dict(artifacts)
-        if self.parent_run_id:
-            self.client.log_dict(self.parent_run_id, self._round, f"rounds/after_{n_trials:04d}_trials.json")
+    def callback(self, search: Any = None):
+        """An Optuna callback that logs every finished trial of this worker: a nested run per
+        evaluated architecture, a nested run per failed trial (with its error), and on the parent
+        the running counts of invalid draws, repeats, failures and dropped proposals, plus each new
+        round of a guided sampler."""
+        return _TrialLogger(self, search)
 
-    def log_trial(self, number: int, arch: Architecture, result: TrialResult, attrs: dict[str, Any]) -> str:
+    def log_round(self, index: int, artifacts: dict[str, Any]) -> None:
+        """A guided round's decision, on the parent run."""
+        if self.parent_run_id:
+            self.client.log_dict(self.parent_run_id, artifacts, f"rounds/round_{index:04d}.json")
+
+    def log_counts(self, step: int, counts: dict[str, float]) -> None:
+        from mlflow.entities import Metric
+
+        if self.parent_run_id and counts:
+            self.client.log_batch(self.parent_run_id, metrics=[Metric(_metric_name(k), float(v), 0, step)
+                                                               for k, v in counts.items()])
+
+    def log_failed(self, number: int, arch_key: str, error: str) -> str:
+        tags = {"memarch.trial": str(number), "memarch.state": "failed"}
+        if self.parent_run_id:
+            tags["mlflow.parentRunId"] = self.parent_run_id
+        run = self.client.create_run(self.experiment_id, run_name=f"t{number} FAILED {arch_key}"[:250], tags=tags)
+        self.client.log_text(run.info.run_id, error, "error.txt")
+        self.client.set_terminated(run.info.run_id, status="FAILED")
+        return run.info.run_id
+
+    def log_trial(self, number: int, arch: Architecture, result: TrialResult, attrs: dict[str, Any],
+                  round_: dict[str, Any] | None = None) -> str:
         tags = {"memarch.trial": str(number)}
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
-        run = self.client.create_run(self.experiment_id, run_name=f"trial-{number:04d}", tags=tags)
+        run = self.client.create_run(self.experiment_id, run_name=f"t{number} {arch.key()}"[:250], tags=tags)
         rid = run.info.run_id
         from mlflow.entities import Metric, Param
 
         params = {"encode": "+".join(arch.encode), "store": arch.store, "retrieve": arch.retrieve,
-                  "manage": arch.manage, "role": attrs.get("role", ""), "edit": attrs.get("edit", "") or "-"}
+                  "manage": arch.manage, "role": attrs.get("role", "") or "-", "edit": attrs.get("edit", "") or "-",
+                  "objective_name": result.metadata.get("objective", "") or "-"}
         metrics = {"objective": result.objective, "latency_s": result.cost.get("latency_s", result.cost.get("wall_s", 0.0))}
         metrics.update({f"score_{k}": v for k, v in result.scores.items()})
         metrics.update({f"category_{k}": v for k, v in result.per_category.items()})
@@ -113,11 +137,12 @@ class Tracker:
         from memarch.optimizers.guided.diagnosis import diagnose
 
         self.client.log_dict(rid, diagnose(result).to_dict(), "diagnosis.json")
-        if self._round.get("gradient"):
-            self.client.log_dict(rid, {"gradient": self._round["gradient"],
-                                       "proposals": self._round.get("proposals", [])}, "gradient.json")
-        if "ledger" in self._round:
-            self.client.log_text(rid, json.dumps(self._round["ledger"], indent=1), "ledger.json")
+        if round_ and round_.get("gradient"):
+            self.client.log_dict(rid, {"round": round_.get("round"), "gradient": round_["gradient"],
+                                       "proposals": round_.get("proposals", [])}, "gradient.json")
+        if round_ and "ledger" in round_:
+            self.client.log_text(rid, json.dumps(round_["ledger"], indent=1), "ledger.json")
+            self._ledger = round_["ledger"]
         self.client.set_terminated(rid)
         return rid
 
@@ -132,8 +157,49 @@ class Tracker:
         if nums:
             self.client.log_batch(self.parent_run_id, metrics=nums)
         self.client.log_dict(self.parent_run_id, summary, "summary.json")
-        if self._round.get("ledger") is not None:
-            self.client.log_dict(self.parent_run_id, {"ledger": self._round["ledger"]}, "ledger.json")
+        if self._ledger is not None:
+            self.client.log_dict(self.parent_run_id, {"ledger": self._ledger}, "ledger.json")
         if curve_png and Path(curve_png).exists():
             self.client.log_artifact(self.parent_run_id, str(curve_png))
         self.client.set_terminated(self.parent_run_id)
+
+
+class _TrialLogger:
+    """`Tracker.callback`: logs each finished trial of one worker (see there)."""
+
+    def __init__(self, tracker: Tracker, search: Any = None):
+        self.tracker = tracker
+        self.search = search
+        self.rounds_logged = 0
+        self.counts = {"trials_invalid": 0, "trials_repeated": 0, "trials_failed": 0, "trials_evaluated": 0}
+
+    def __call__(self, study: Any, trial: Any) -> None:
+        from optuna.trial import TrialState
+
+        from memarch.optimizers.history import ARCH_ATTR, REPEAT_ATTR, RESULT_ATTR, expand, proposal_attr
+
+        sampler = study.sampler
+        rounds = getattr(sampler, "rounds", None) or []
+        for i in range(self.rounds_logged, len(rounds)):
+            self.tracker.log_round(i, rounds[i])
+        self.rounds_logged = len(rounds)
+        attrs = trial.user_attrs
+        if trial.state == TrialState.COMPLETE and REPEAT_ATTR in attrs:
+            self.counts["trials_repeated"] += 1
+        elif trial.state == TrialState.COMPLETE and RESULT_ATTR in attrs:
+            self.counts["trials_evaluated"] += 1
+            arch = Architecture.from_dict(attrs[ARCH_ATTR])
+            round_ = sampler.round_of(trial.number) if hasattr(sampler, "round_of") else None
+            self.tracker.log_trial(trial.number, arch, expand(arch, attrs[RESULT_ATTR]),
+                                   {"role": proposal_attr(trial, "role"), "edit": proposal_attr(trial, "edit")},
+                                   round_)
+        elif trial.state == TrialState.PRUNED and "invalid" in attrs:
+            self.counts["trials_invalid"] += 1
+        elif trial.state == TrialState.FAIL:
+            self.counts["trials_failed"] += 1
+            key = Architecture.from_dict(attrs[ARCH_ATTR]).key() if ARCH_ATTR in attrs else "?"
+            self.tracker.log_failed(trial.number, key, str(attrs.get("error", "unknown error")))
+        counts = dict(self.counts)
+        if hasattr(sampler, "stats"):
+            counts.update({f"sampler_{k}": v for k, v in sampler.stats().items()})
+        self.tracker.log_counts(trial.number, counts)

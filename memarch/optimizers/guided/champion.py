@@ -3,6 +3,8 @@ per-query outcomes says it is better (alpha 0.10, as in the AutoMem release), so
 search batch does not move the search."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 from scipy.stats import binomtest
 
 from memarch.optimizers.history import History, TrialRecord
@@ -10,29 +12,26 @@ from memarch.optimizers.history import History, TrialRecord
 ALPHA = 0.10
 
 
-def sign_test(candidate: TrialRecord, champion: TrialRecord) -> float | None:
+def sign_test(candidate: TrialRecord, champion: TrialRecord, history: History | None = None) -> float | None:
     """One-sided p-value that ``candidate`` wins more paired queries than it loses; None when the two
     results share no query ids (then only the objectives can be compared)."""
-    theirs = {o.query_id: o.score for o in champion.result.outcomes}
-    wins = losses = 0
-    shared = 0
-    for o in candidate.result.outcomes:
-        if o.query_id in theirs:
-            shared += 1
-            d = o.score - theirs[o.query_id]
-            wins += d > 1e-9
-            losses += d < -1e-9
+    wins, losses, shared = (history or History()).paired(candidate, champion)
     if not shared:
         return None
     if wins + losses == 0:
         return 1.0
-    return float(binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue)
+    return _binom_greater(wins, wins + losses)
 
 
-def beats(candidate: TrialRecord, champion: TrialRecord, alpha: float = ALPHA) -> bool:
+@lru_cache(maxsize=65536)
+def _binom_greater(wins: int, n: int) -> float:
+    return float(binomtest(wins, n, 0.5, alternative="greater").pvalue)
+
+
+def beats(candidate: TrialRecord, champion: TrialRecord, alpha: float = ALPHA, history: History | None = None) -> bool:
     if candidate.objective <= champion.objective:
         return False
-    p = sign_test(candidate, champion)
+    p = sign_test(candidate, champion, history)
     return True if p is None else p < alpha
 
 
@@ -45,6 +44,6 @@ def select_champion(history: History, alpha: float = ALPHA) -> TrialRecord | Non
     """
     champ: TrialRecord | None = None
     for r in history.records:
-        if champ is None or beats(r, champ, alpha):
+        if champ is None or beats(r, champ, alpha, history):
             champ = r
     return champ

@@ -27,6 +27,7 @@ class Diagnosis:
     failures: int
     unattributed: int
     examples: list[dict] = field(default_factory=list)
+    evidence_ids: dict[str, list[str]] = field(default_factory=dict)  # module -> a few failed query ids
 
     def ranked(self) -> list[str]:
         """Modules by attributed failures, most first; ties in the fixed MODULES order."""
@@ -52,6 +53,10 @@ def diagnose(result: TrialResult) -> Diagnosis:
     order = {m: i for i, m in enumerate(sorted(hist, key=lambda m: -hist[m]))}
     examples = sorted((o for o in failures if o.attribution in MODULES),
                       key=lambda o: (order.get(o.attribution, 99), o.score))[:MAX_EXAMPLES]
+    ids: dict[str, list[str]] = {}
+    for o in sorted(failures, key=lambda o: o.score):
+        if o.attribution in MODULES and len(ids.setdefault(o.attribution, [])) < MAX_EXAMPLES:
+            ids[o.attribution].append(o.query_id)
     return Diagnosis(
         architecture=result.architecture.key() if result.architecture else "no-memory",
         objective=result.objective,
@@ -60,4 +65,5 @@ def diagnose(result: TrialResult) -> Diagnosis:
         unattributed=unattributed,
         examples=[{"query_id": o.query_id, "module": o.attribution, "category": o.category,
                    "score": o.score, "evidence": o.evidence} for o in examples],
+        evidence_ids=ids,
     )

@@ -47,7 +47,8 @@ def rule_gradient(diagnosis: Diagnosis, actions: dict[str, str]) -> TextualGradi
     (``actions``: module -> best untried edit text)."""
     ranked = [m for m in diagnosis.ranked() if m in actions] or diagnosis.ranked()
     primary = ranked[0]
-    ids = [e["query_id"] for e in diagnosis.examples if e["module"] == primary][:5]
+    ids = (diagnosis.evidence_ids.get(primary) or [e["query_id"] for e in diagnosis.examples
+                                                   if e["module"] == primary])[:5]
     n = diagnosis.histogram.get(primary, 0)
     total = sum(diagnosis.histogram.values())
     return TextualGradient(

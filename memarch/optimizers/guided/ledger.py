@@ -45,7 +45,7 @@ class Ledger:
                 entries.append(LedgerEntry(r.parent, r.edit, {"trial": r.number, "objective": r.objective}))
                 continue
             delta = r.objective - parent.objective
-            p = sign_test(r, parent)
+            p = sign_test(r, parent, history)
             if delta > 0 and (p is None or p < alpha):
                 status = ACTIVE
             elif delta > 0:

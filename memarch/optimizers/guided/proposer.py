@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 import dspy
@@ -16,7 +17,7 @@ from memarch.optimizers.guided.gradient import TextualGradient
 from memarch.optimizers.guided.ledger import Ledger
 from memarch.optimizers.guided.observations import Observations
 from memarch.optimizers.history import History, TrialRecord
-from memarch.optimizers.strategies import Proposal
+from memarch.optimizers.proposal import Proposal
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import RULES, ArchitectureSpace
 
@@ -36,9 +37,13 @@ class ProposalContext:
     observations: Observations
     ledger: Ledger
     front: list[TrialRecord]
+    taken: set[str] = dataclass_field(default_factory=set)  # running or queued in the study (other workers)
+
+    def tried(self) -> set[str]:
+        return self.history.tried() | self.taken
 
     def untried_edits(self, base: Architecture, field: str, taken: set[str]) -> list[Edit]:
-        tried, dead = self.history.tried(), self.ledger.dead_ends()
+        tried, dead = self.tried(), self.ledger.dead_ends()
         return [e for e in candidate_edits(self.space, base, field, self.observations)
                 if e.architecture.key() not in tried and e.architecture.key() not in taken
                 and e.text not in dead]
@@ -156,7 +161,7 @@ class AttributionProposer:
         if not ctx.space.is_valid(arch):
             return None
         key = arch.key()
-        if key in ctx.history.tried() or key in taken or describe(champ, arch) in ctx.ledger.dead_ends():
+        if key in ctx.tried() or key in taken or describe(champ, arch) in ctx.ledger.dead_ends():
             return None
         return arch
 
@@ -181,6 +186,7 @@ class LMProposer(dspy.Module):
         self.predict = dspy.Predict(ProposeArchitectures)
         self.fallback = AttributionProposer()
         self.last_error: str | None = None
+        self.dropped: list[dict[str, str]] = []  # the last round's LM proposals that were not used
 
     def _ask(self, ctx: ProposalContext, k: int, note: str = "") -> list[Any]:
         menus = {"encode": ctx.space.encoders, "store": ctx.space.stores,
@@ -208,7 +214,8 @@ class LMProposer(dspy.Module):
                 logger.warning("proposer LM answer unusable (attempt %d): %s", attempt + 1, self.last_error)
         out: list[Proposal] = []
         taken: set[str] = set()
-        tried, dead = ctx.history.tried(), ctx.ledger.dead_ends()
+        tried, dead = ctx.tried(), ctx.ledger.dead_ends()
+        self.dropped = []
         for p in raw or []:
             arch = Architecture(tuple(p.encode), p.store, p.retrieve, p.manage)
             v = ctx.space.violations(arch)
@@ -223,12 +230,14 @@ class LMProposer(dspy.Module):
                 arch = fixed
             arch = arch.canonical()
             if arch.key() in tried or arch.key() in taken:
-                logger.info("LM proposal %s already tried or a dead end; dropped", arch.key())
+                logger.info("LM proposal %s already evaluated or queued; dropped", arch.key())
+                self.dropped.append({"architecture": arch.key(), "why": "already evaluated or queued"})
                 continue
             taken.add(arch.key())
             edit = describe(ctx.champion.architecture, arch)
             if edit in dead:
                 logger.info("LM proposal %s repeats the refuted edit %r; dropped", arch.key(), edit)
+                self.dropped.append({"architecture": arch.key(), "why": f"refuted edit {edit!r}"})
                 continue
             out.append(Proposal(arch, role="lm", edit=edit, parent=ctx.champion.architecture.key(),
                                 reason=p.rationale[:200]))

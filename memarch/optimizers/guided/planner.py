@@ -1,0 +1,85 @@
+"""`RoundPlanner`: one round of the AutoMem search — read the history, pick the champion, diagnose
+its failures into a textual gradient, and propose K coordinate edits (LM proposer when a meta LM
+is given, the attribution rules otherwise). `GuidedSampler` asks it whenever its queue is empty."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from memarch.optimizers.guided.champion import ALPHA, select_champion
+from memarch.optimizers.guided.diagnoser import Diagnoser
+from memarch.optimizers.guided.diagnosis import diagnose
+from memarch.optimizers.guided.edits import candidate_edits
+from memarch.optimizers.guided.ledger import Ledger
+from memarch.optimizers.guided.observations import Observations
+from memarch.optimizers.guided.pareto import pareto_front
+from memarch.optimizers.guided.proposer import AttributionProposer, LMProposer, ProposalContext
+
+if TYPE_CHECKING:
+    from memarch.optimizers.history import History
+    from memarch.optimizers.proposal import Proposal
+    from memarch.pipeline.space import ArchitectureSpace
+
+logger = logging.getLogger(__name__)
+
+
+class RoundPlanner:
+    """Diagnosis-guided proposals (AutoMem); LM proposer and diagnoser when ``meta_lm`` is given.
+
+    Example::
+
+        planner = RoundPlanner(k=3)                       # LM-free, deterministic
+        proposals = planner.plan(history, space)          # up to k untried, valid architectures
+        planner.artifacts()["gradient"]                   # the round's textual gradient
+
+    Args:
+        k: proposals per round (3 in AutoMem).
+        meta_lm: the LM for the proposer and diagnoser (None: the LM-free rules).
+        alpha: significance of the paired sign test guarding champion changes.
+    """
+
+    def __init__(self, *, k: int = 3, meta_lm: Any = None, alpha: float = ALPHA):
+        self.k = k
+        self.alpha = alpha
+        self.diagnoser = Diagnoser(meta_lm)
+        self.proposer = LMProposer(meta_lm) if meta_lm is not None else AttributionProposer()
+        self._last: dict[str, Any] = {}
+
+    def plan(self, history: "History", space: "ArchitectureSpace", *, k: int | None = None,
+             taken: set[str] | None = None) -> list["Proposal"]:
+        """Up to ``k`` proposals for the next round; ``taken``: keys running or queued elsewhere."""
+        k = k or self.k
+        if not history.records:
+            return []
+        champion = select_champion(history, self.alpha)
+        leader = history.best()
+        obs = Observations.from_history(history, space.encoders)
+        ledger = Ledger.from_history(history, self.alpha)
+        front = pareto_front(history.records)
+        diagnosis = diagnose(champion.result)
+        tried, dead = history.tried() | set(taken or ()), ledger.dead_ends()
+        actions = {}
+        for field in ("encode", "store", "retrieve", "manage"):
+            for e in candidate_edits(space, champion.architecture, field, obs):
+                if e.architecture.key() not in tried and e.text not in dead:
+                    actions[field] = e.text
+                    break
+        gradient = self.diagnoser(diagnosis, actions)
+        ctx = ProposalContext(space, history, champion, leader, diagnosis, gradient, obs, ledger, front,
+                              taken=set(taken or ()))
+        proposals = self.proposer.propose(ctx, k)
+        if not proposals:
+            logger.info("guided: every neighbour of the front is tried; the next trials come from the fallback sampler")
+        self._last = {"diagnosis": diagnosis.to_dict(), "gradient": gradient.model_dump(),
+                      "ledger": ledger.to_dict(), "champion": champion.architecture.key(),
+                      "observations": obs.to_dict(),
+                      "pareto_front": [{"architecture": r.architecture.key(), "objective": r.objective,
+                                        "cost": r.cost} for r in front],
+                      "proposals": [{"architecture": p.architecture.key(), "role": p.role, "edit": p.edit}
+                                    for p in proposals],
+                      "lm_fallbacks": {"diagnoser": int(self.diagnoser.last_error is not None),
+                                       "proposer": int(getattr(self.proposer, "last_error", None) is not None)}}
+        return proposals
+
+    def artifacts(self) -> dict[str, Any]:
+        return dict(self._last)

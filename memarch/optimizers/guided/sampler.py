@@ -1,0 +1,150 @@
+"""`GuidedSampler`: AutoMem's guided search as an Optuna sampler. ``sample_relative`` proposes a
+whole architecture from the study's trials and what their objectives recorded (per-query outcomes,
+failure attribution); with nothing to go on it defers to an independent sampler."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from optuna.samplers import BaseSampler, RandomSampler
+from optuna.trial import TrialState
+
+from memarch.optimizers import optuna_internals
+from memarch.optimizers.guided.champion import ALPHA
+from memarch.optimizers.guided.planner import RoundPlanner
+from memarch.optimizers.history import PROPOSAL_PREFIX, History, HistoryCache
+from memarch.optimizers.space import SearchSpace
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+    from optuna.study import Study
+    from optuna.trial import FrozenTrial
+
+    from memarch.optimizers.proposal import Proposal
+    from memarch.pipeline.space import ArchitectureSpace
+
+logger = logging.getLogger(__name__)
+
+
+class GuidedSampler(BaseSampler):
+    """Diagnosis-guided proposals of whole architectures (AutoMem) for any Optuna study.
+
+    Each round reads the study's completed trials — the objective stores each trial's per-query
+    outcomes with `memarch.record_result` — picks the champion (paired sign test), diagnoses which
+    module lost its failed queries, turns that into a textual gradient and proposes ``k``
+    coordinate edits; the next ``k`` trials take them one by one. It never proposes an architecture
+    the study already holds (evaluated, running, queued or failed): such proposals are dropped,
+    counted in ``dropped`` and logged. Until the study has ``min_history`` evaluated
+    architectures, and whenever a round has nothing left to propose, trials come from
+    ``independent_sampler`` (random by default), so the study always makes progress.
+
+    Example::
+
+        import optuna
+        from memarch import GuidedSampler, SearchSpace, record_result
+
+        space = SearchSpace.for_family("conversation")
+        def objective(trial):
+            arch = space.suggest(trial)
+            if not space.is_valid(arch):
+                raise optuna.TrialPruned()
+            return record_result(trial, arch, my_metric(arch, "search"))
+        study = optuna.create_study(direction="maximize", sampler=GuidedSampler(space, seed=0))
+        study.optimize(objective, n_trials=20)
+
+    Args:
+        space: a `SearchSpace`, an `ArchitectureSpace` or a family name.
+        k: proposals per round (3 in AutoMem).
+        meta_lm: the LM of the proposer and diagnoser (None: the LM-free attribution rules).
+        seed: seed of the default independent sampler.
+        alpha: significance of the paired sign test that guards champion changes.
+        min_history: evaluated architectures needed before the first guided round (default ``k``).
+        independent_sampler: where trials come from before that, and when a round is empty.
+    """
+
+    def __init__(self, space: "SearchSpace | ArchitectureSpace | str", *, k: int = 3, meta_lm: Any = None,
+                 seed: int | None = None, alpha: float = ALPHA, min_history: int | None = None,
+                 independent_sampler: BaseSampler | None = None):
+        self.space = SearchSpace.of(space)
+        self.k = int(k)
+        self.seed = seed
+        self.min_history = self.k if min_history is None else int(min_history)
+        self.planner = RoundPlanner(k=self.k, meta_lm=meta_lm, alpha=alpha)
+        self._independent = independent_sampler or RandomSampler(seed)
+        self._queue: list[Proposal] = []
+        self._cache = HistoryCache()
+        self.rounds: list[dict[str, Any]] = []  # each round's decision (diagnosis, gradient, proposals)
+        self.proposed: dict[int, int] = {}  # trial number -> round index
+        self.dropped: list[dict[str, Any]] = []  # proposals not used, with why
+        self.fallback_trials = 0  # trials that came from the independent sampler
+
+    # -- the sampler contract -----------------------------------------------------------------------
+    def infer_relative_search_space(self, study: "Study", trial: "FrozenTrial") -> dict[str, "BaseDistribution"]:
+        return self.space.distributions()
+
+    def sample_relative(self, study: "Study", trial: "FrozenTrial",
+                        search_space: dict[str, "BaseDistribution"]) -> dict[str, Any]:
+        if not search_space:
+            return {}
+        history = History.from_study(study, self._cache)
+        if len(history) < self.min_history:
+            self.fallback_trials += 1
+            return {}
+        held = self.space.keys_in(study, exclude=trial.number)
+        for _ in range(2):  # the queue, then one fresh round
+            while self._queue:
+                p = self._queue.pop(0)
+                key = p.architecture.key()
+                if key in held:
+                    self._drop(p, "the study already holds it (evaluated, running, queued or failed)")
+                    continue
+                self._annotate(study, trial, p)
+                return self.space.to_params(p.architecture)
+            self._plan(history, held)
+        self.fallback_trials += 1
+        logger.info("guided: no untried proposal this round; trial %d comes from %s", trial.number,
+                    type(self._independent).__name__)
+        return {}
+
+    def sample_independent(self, study: "Study", trial: "FrozenTrial", param_name: str,
+                           param_distribution: "BaseDistribution") -> Any:
+        return self._independent.sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study: "Study", trial: "FrozenTrial") -> None:
+        self._independent.before_trial(study, trial)
+
+    def after_trial(self, study: "Study", trial: "FrozenTrial", state: TrialState, values: Any) -> None:
+        self._independent.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self._independent.reseed_rng()
+
+    # -- rounds ---------------------------------------------------------------------------------------
+    def _plan(self, history: History, held: set[str]) -> None:
+        proposals = self.planner.plan(history, self.space.space, k=self.k, taken=held)
+        round_ = self.planner.artifacts()
+        round_["round"] = len(self.rounds)
+        round_["after_trials"] = len(history)
+        round_["dropped_lm"] = list(getattr(self.planner.proposer, "dropped", []) or [])
+        self.dropped.extend(round_["dropped_lm"])
+        self.rounds.append(round_)
+        self._queue = list(proposals)
+
+    def _annotate(self, study: "Study", trial: "FrozenTrial", p: "Proposal") -> None:
+        self.proposed[trial.number] = len(self.rounds) - 1
+        for name, value in p.attrs().items():
+            optuna_internals.set_trial_system_attr(study, trial, PROPOSAL_PREFIX + name, value)
+        optuna_internals.set_trial_system_attr(study, trial, PROPOSAL_PREFIX + "round", len(self.rounds) - 1)
+
+    def _drop(self, p: "Proposal", why: str) -> None:
+        self.dropped.append({"architecture": p.architecture.key(), "role": p.role, "why": why})
+        logger.info("guided: proposal %s (%s) dropped: %s", p.architecture.key(), p.role, why)
+
+    def round_of(self, trial_number: int) -> dict[str, Any] | None:
+        """The round that proposed a trial (None: not proposed by this sampler in this process)."""
+        i = self.proposed.get(trial_number)
+        return None if i is None else self.rounds[i]
+
+    def stats(self) -> dict[str, int]:
+        return {"rounds": len(self.rounds), "dropped_proposals": len(self.dropped),
+                "fallback_trials": self.fallback_trials}
