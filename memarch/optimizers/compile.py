@@ -218,22 +218,32 @@ class MemarchOptimizer:
         return counts
 
     def _choose(self, history: History, valset: Any) -> tuple[Architecture, dict[str, float]]:
-        """Top search architectures plus the guarded champion, re-scored on validation (AutoMem's
-        runoff); ties go to the better search score, then the lower cost."""
-        ranked = sorted(history.records, key=lambda r: (-r.objective, r.cost, r.number))
-        keys: list[str] = []
-        for r in [select_champion(history)] + ranked:
-            if r is not None and r.architecture.key() not in keys:
-                keys.append(r.architecture.key())
-            if len(keys) >= self.finalists:
-                break
-        scores: dict[str, float] = {}
-        for key in keys:
-            rec = history.by_key(key)
-            if valset is None:
-                scores[key] = rec.objective
-            else:
-                res = self.metric(rec.architecture, valset)
-                scores[key] = float("-inf") if res.failed else res.objective
-        best_key = max(keys, key=lambda k: (scores[k], history.by_key(k).objective, -cost_of(history.by_key(k).result)))
-        return history.by_key(best_key).architecture, scores
+        return choose_on_validation(history, self.metric, valset, self.finalists)
+
+
+def choose_on_validation(history: History, metric: Metric, valset: Any, finalists: int = 3
+                         ) -> tuple[Architecture, dict[str, float]]:
+    """The top search architectures plus the guarded champion, re-scored on validation (AutoMem's
+    runoff); the best on validation wins, ties going to the better search score, then the lower cost.
+
+    Example::
+
+        pick, scores = choose_on_validation(history, metric, "validation", finalists=3)
+    """
+    ranked = sorted(history.records, key=lambda r: (-r.objective, r.cost, r.number))
+    keys: list[str] = []
+    for r in [select_champion(history)] + ranked:
+        if r is not None and r.architecture.key() not in keys:
+            keys.append(r.architecture.key())
+        if len(keys) >= max(1, finalists):
+            break
+    scores: dict[str, float] = {}
+    for key in keys:
+        rec = history.by_key(key)
+        if valset is None:
+            scores[key] = rec.objective
+        else:
+            res = metric(rec.architecture, valset)
+            scores[key] = float("-inf") if res.failed else res.objective
+    best_key = max(keys, key=lambda k: (scores[k], history.by_key(k).objective, -cost_of(history.by_key(k).result)))
+    return history.by_key(best_key).architecture, scores

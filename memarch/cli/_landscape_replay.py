@@ -1,0 +1,74 @@
+"""``memarch landscape replay``: run search strategies against a landscape over many seeds (a trial
+is a lookup) and print, per strategy, the pick's test score, captured gain, rank percentile and
+trials to a top architecture with bootstrap CIs — after the oracle - best preset gap."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from memarch.errors import MemarchError
+
+HELP = "replay strategies against a landscape over seeds: captured gain, trials to a top architecture, CIs"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("file", help="a landscape .npz (memarch landscape build)")
+    p.add_argument("--strategies", default="guided,random,tpe",
+                   help="comma-separated; NAME@none runs NAME without the warm start (default guided,random,tpe)")
+    p.add_argument("--seeds", type=int, default=50, help="seeds per strategy (default 50)")
+    p.add_argument("--budget", type=int, default=20, help="distinct architectures per run (default 20)")
+    p.add_argument("--horizon", type=int, default=None,
+                   help="trials to continue to, to time the top (default 10 x budget)")
+    p.add_argument("--objective", default=None, help="a stored objective (default answer_span when stored)")
+    p.add_argument("--warm-start", choices=("presets", "none"), default="presets",
+                   help="round 0 of every strategy: k seeded presets (default) or none")
+    p.add_argument("--k", type=int, default=3, help="guided proposals per round and warm-start size (default 3)")
+    p.add_argument("--top", type=float, default=0.01, help="share of architectures that count as top (default 0.01)")
+    p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    p.add_argument("--out", default=None, help="write the table (.txt), the runs (.json) and the curves (.png) "
+                   "as OUT.txt / OUT.json / OUT.png")
+
+
+def run(args) -> int:
+    import optuna
+
+    from memarch.benchmarks.landscape import Landscape
+    from memarch.optimizers.replay import Replay, parse_strategy
+
+    for name, value, low in (("--seeds", args.seeds, 1), ("--budget", args.budget, 1), ("--k", args.k, 1),
+                             ("--workers", args.workers, 1)):
+        if value < low:
+            raise MemarchError(f"{name} must be at least {low}, got {value}")
+    if args.horizon is not None and args.horizon < args.budget:
+        raise MemarchError(f"--horizon ({args.horizon}) must be at least --budget ({args.budget})")
+    if not 0 < args.top < 1:
+        raise MemarchError(f"--top must be a share between 0 and 1, got {args.top}")
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    if not strategies:
+        raise MemarchError("--strategies names no strategy")
+    for s in strategies:
+        parse_strategy(s)
+    land = Landscape.load(args.file)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    replay = Replay(land, objective=args.objective, budget=args.budget, horizon=args.horizon,
+                    warm_start=args.warm_start, k=args.k, top_share=args.top)
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(strategies) * args.seeds, desc="replay", unit="run", leave=False, file=sys.stderr)
+    try:
+        report = replay.run_all(strategies, range(args.seeds), workers=args.workers, progress=lambda r: bar.update(1))
+    finally:
+        bar.close()
+    table = report.table()
+    print(table)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        from memarch.pipeline.files import atomic_write_json
+
+        out.with_suffix(".txt").write_text(table + "\n")
+        atomic_write_json(out.with_suffix(".json"), json.loads(json.dumps(report.to_dict(), default=str)))
+        png = report.plot(out.with_suffix(".png"))
+        print(f"written: {out.with_suffix('.txt')}, {out.with_suffix('.json')}, {png}")
+    return 0
