@@ -34,7 +34,9 @@ def compact(result: TrialResult) -> dict[str, Any]:
         outs.append([o.query_id, round(float(o.score), 4), bool(o.success), o.category, o.attribution, ev])
     return {"objective": result.objective, "scores": result.scores, "per_category": result.per_category,
             "cost": result.cost, "attribution": result.attribution, "outcomes": outs,
-            "benchmark": result.benchmark, "split": result.split}
+            "benchmark": result.benchmark, "split": result.split,
+            "fallbacks": result.fallbacks, "lm_requests": result.lm_requests,
+            "objective_name": result.metadata.get("objective")}
 
 
 def expand(arch: Architecture | None, data: dict[str, Any]) -> TrialResult:
@@ -43,7 +45,9 @@ def expand(arch: Architecture | None, data: dict[str, Any]) -> TrialResult:
     return TrialResult(architecture=arch, benchmark=data.get("benchmark", ""), split=data.get("split", ""),
                        objective=float(data["objective"]), scores=data.get("scores", {}),
                        per_category=data.get("per_category", {}), cost=data.get("cost", {}),
-                       outcomes=outcomes, attribution=data.get("attribution", {}))
+                       outcomes=outcomes, attribution=data.get("attribution", {}),
+                       fallbacks=data.get("fallbacks", {}), lm_requests=data.get("lm_requests", {}),
+                       metadata={"objective": data["objective_name"]} if data.get("objective_name") else {})
 
 
 @dataclass
