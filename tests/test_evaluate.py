@@ -266,10 +266,10 @@ def test_judge_gets_one_corrective_retry(hash_resources):
     assert judge("Where?", "Boston", "Paris") is False and judge.fallbacks == 0
 
 
-def test_reader_falls_back_to_abstaining_after_the_retry(hash_resources):
+def test_reader_fails_rather_than_abstains_after_the_retry(hash_resources):
     hash_resources.lm = DummyLM([{"wrong": "x"}, {"wrong": "y"}], adapter=dspy.JSONAdapter())
     reader = MemoryReader(hash_resources)
-    assert reader("ctx", "q?") == "No information available." and reader.fallbacks == 1
+    assert reader("ctx", "q?") is None and reader.fallbacks == 1  # never the abstention answer
 
 
 def test_attribution_rows_export_the_failures(toy_modules, hash_resources):

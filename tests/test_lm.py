@@ -30,6 +30,7 @@ from memarch.lm import (
     roles_from_args,
 )
 from memarch.lm import local as local_mod
+from lm_helpers import ScriptedServer, scripted_lm
 
 
 class Judge(dspy.Signature):
@@ -39,29 +40,6 @@ class Judge(dspy.Signature):
     gold: str = dspy.InputField()
     verdict: Literal["yes", "no"] = dspy.OutputField()
     score: int = dspy.OutputField(desc="0-10")
-
-
-class ScriptedServer:
-    """Stands in for the llama.cpp server: answers each chat with the next scripted text."""
-
-    def __init__(self, texts: list[str], prompt_tokens: int = 100, completion_tokens: int = 7):
-        self.texts = list(texts)
-        self.bodies: list[dict] = []
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-
-    def chat(self, body: dict) -> dict:
-        self.bodies.append(body)
-        text = self.texts.pop(0) if self.texts else "no more answers"
-        return {"id": f"c{len(self.bodies)}", "choices": [{"finish_reason": "stop", "message": {"content": text}}],
-                "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}}
-
-
-def scripted_lm(texts: list[str], **kw) -> tuple[dspy.LM, ScriptedServer]:
-    server = ScriptedServer(texts, **kw)
-    lm = dspy.LM("local/scripted", engine=LlamaCppEngine(server), max_tokens=256, temperature=0.0,
-                 num_retries=0, cache=False)
-    return lm, server
 
 
 def closed_port() -> int:

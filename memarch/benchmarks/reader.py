@@ -8,8 +8,6 @@ from typing import Any
 
 import dspy
 
-from memarch.benchmarks.metrics import ABSTAIN
-
 log = logging.getLogger(__name__)
 
 
@@ -56,7 +54,8 @@ class MemoryReader(dspy.Module):
         reader = MemoryReader(resources)
         reader("Caroline: I moved to Boston.", "Where does Caroline live?")   # 'Boston'
 
-    Unparseable twice -> the abstention answer (counted in ``fallbacks``).
+    Unparseable twice -> None, a failed query (never the abstention answer, which would score 1.0
+    on an adversarial question); counted in ``fallbacks`` of ``lm_requests``.
     """
 
     def __init__(self, resources: Any):
@@ -64,12 +63,14 @@ class MemoryReader(dspy.Module):
         self.resources = resources
         self.answer = dspy.Predict(AnswerFromMemory)
         self.fallbacks = 0
+        self.lm_requests = 0
 
-    def forward(self, context: str, question: str) -> str:
+    def forward(self, context: str, question: str) -> str | None:
+        self.lm_requests += 1
         out = _call(self.answer, self.resources, None, "reader", context=context or "(empty)", question=question)
         if out is None or not isinstance(out.answer, str):
             self.fallbacks += 1
-            return ABSTAIN
+            return None
         return out.answer.strip()
 
 
@@ -82,8 +83,10 @@ class AnswerJudge(dspy.Module):
         self.lm = lm or resources.extra.get("judge_lm") or resources.lm
         self.judge = dspy.Predict(JudgeAnswer)
         self.fallbacks = 0
+        self.lm_requests = 0
 
     def forward(self, question: str, gold: str, response: str) -> bool | None:
+        self.lm_requests += 1
         out = _call(self.judge, self.resources, self.lm, "judge", question=question, gold_answer=gold,
                     response=response)
         if out is None or not isinstance(out.correct, bool):

@@ -163,7 +163,10 @@ class TextWorldBenchmark(TaskBenchmark):
         return Episode(id=task.id, task=task.text, steps=steps, outcome="success" if success else "failure",
                        namespace=task.namespace,
                        metadata={"game": game, "fold": fold, "seed": s, "score": max(score, 0.0),
-                                 "steps": len(steps), "gold_steps": len(gold), "demonstration": demo})
+                                 "steps": len(steps), "gold_steps": len(gold), "demonstration": demo,
+                                 # the trial's LM fallback counts read these (the agent lives per game)
+                                 "agent_lm_requests": lm_agent.lm_requests if lm_agent else 0,
+                                 "agent_fallbacks": lm_agent.fallbacks if lm_agent else 0})
 
     def score(self, task: AgentTask, episode: Episode) -> float:
         """Success counts 1; otherwise the game's own normalised partial score (0..1), halved."""

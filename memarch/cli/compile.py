@@ -206,7 +206,7 @@ def _compile(args, strategies: list[str], roles) -> int:
                                    tracker=tracker, resources=resources, on_trial=bar, warm_start=args.warm_start,
                                    max_failures=args.max_failures)
             try:
-                opt.compile(student, trainset="search", valset="validation", testset="test")
+                program = opt.compile(student, trainset="search", valset="validation", testset="test")
             finally:
                 bar.close()
             rep = opt.report
@@ -217,15 +217,15 @@ def _compile(args, strategies: list[str], roles) -> int:
                   + (", ".join(f"{k} {v}" for k, v in sorted(shown.items())) or "no invalid draws, repeats or failures")
                   + ")")
             if best is None or rep.validation_score > best[0].validation_score:
-                best = (rep, opt)
-    rep, opt = best
-    from memarch.pipeline.program import MemoryProgram
-
+                best = (rep, program)
+    rep, program = best
     path = Path(args.output) if args.output else out / f"{rep.study_name}.program.json"
-    MemoryProgram(rep.architecture, resources=resources).save(path, include_memory=False)
+    # The program compile() built: the top_k, context budget and evaluation record of its trials.
+    program.save(path, include_memory=False)
     print(f"compiled: {rep.architecture.key()} (chosen on validation {rep.validation_score:.4f}; "
           f"test {rep.test_score:.4f})")
-    print(f"program saved to {path}")
+    print(f"program saved to {path} (top_k {program.top_k}, context budget {program.budget_tokens} words, as its "
+          f"trials read; `memarch evaluate --program {path}` re-scores it)")
     if not args.no_tracking:
         print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
     logging.getLogger(__name__).info("study %s", rep.study_name)

@@ -1,5 +1,6 @@
-"""``memarch evaluate``: one architecture (or the no-memory baseline) on one benchmark split —
-prints the scores, the per-category scores, the failure attribution, the cost and the time."""
+"""``memarch evaluate``: one architecture (or the no-memory baseline, or a saved program) on one
+benchmark split — prints the scores, the per-category scores, the failure attribution, the LM
+fallbacks, the cost and the time; for a saved program, whether its reported score reproduces."""
 from __future__ import annotations
 
 import sys
@@ -12,15 +13,20 @@ HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, 
 def add_arguments(p) -> None:
     from memarch.benchmarks import BENCHMARKS, DEFAULT
 
-    p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
+    p.add_argument("--benchmark", default=None, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT}, "
+                   "or the one a --program was scored on)")
     p.add_argument("--architecture", default=None,
                    help="architecture JSON file; omit (or 'none') for the no-memory baseline")
+    p.add_argument("--program", default=None,
+                   help="a saved program (memarch compile): its architecture, top_k and budget, and the "
+                        "benchmark, data, split and objective it was scored with unless given here")
     p.add_argument("--data", default=None, help="dataset path (locomo, babi; default $MEMARCH_DATA_DIR)")
     p.add_argument("--download", action="store_true", help="locomo: fetch the official file (sha256-checked) if missing")
     p.add_argument("--split", default="test", help="search, validation, test (default) or all")
-    p.add_argument("--seed", type=int, default=0, help="split seed (and generation seed for generated)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="split seed (and generation seed for generated; default 0)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions or tasks of the split")
-    p.add_argument("--budget", type=int, default=200, help="context budget in words (default 200)")
+    p.add_argument("--budget", type=int, default=None, help="context budget in words (default 200)")
     p.add_argument("--top-k", type=int, default=None, help="items per read (default: budget / 10)")
     p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default: all-MiniLM-L6-v2)")
     p.add_argument("--judge", action="store_true", help="with an LM: also score answers with the LM judge")
@@ -33,13 +39,31 @@ def add_arguments(p) -> None:
         add_lm_arguments(p)
 
 
+def _saved(args):
+    """The --program file with its settings applied to ``args``, or None (plain defaults applied)."""
+    from memarch.benchmarks import DEFAULT
+
+    if args.program is None:
+        args.benchmark = args.benchmark or DEFAULT
+        args.budget = 200 if args.budget is None else args.budget
+        args.seed = 0 if args.seed is None else args.seed
+        return None
+    if args.architecture is not None:
+        raise MemarchError("--program and --architecture are exclusive: the program file names its architecture")
+    from memarch.cli._saved_program import SavedProgram
+
+    saved = SavedProgram.read(args.program)
+    saved.apply(args)
+    return saved
+
+
 def _benchmark(args):
     from memarch.benchmarks import get_benchmark
 
     if args.data is not None and args.benchmark in ("generated", "textworld"):
         raise MemarchError(f"--data is for locomo and babi; {args.benchmark} needs none "
                            "(did you mean --benchmark locomo or babi?)")
-    knobs = {"seed": args.seed}
+    knobs = {"seed": 0 if args.seed is None else args.seed}
     if args.benchmark == "locomo" and args.download:
         knobs["download"] = True
     return get_benchmark(args.benchmark, args.data, **knobs)
@@ -90,8 +114,24 @@ def _print(result) -> None:
     tokens = {k: v for k, v in result.cost.items() if k.startswith(("tokens_", "lm_calls"))}
     if tokens:
         print("  LM cost: " + ", ".join(f"{k}={v:g}" for k, v in sorted(tokens.items())))
+    _print_fallbacks(result)
     print(f"  memory items: {result.cost.get('memory_items', 0):g}; time: {result.cost['wall_s']:.2f} s "
           f"(write {result.cost.get('write_s', 0):.2f} s, read {result.cost.get('read_s', 0):.2f} s)")
+
+
+def _print_fallbacks(result) -> None:
+    """Per module, the LM answers that fell back to the LM-free rule: a run whose LM paths all fell
+    back must never read as an LM run."""
+    from memarch.pipeline.fallbacks import all_fell_back, describe
+
+    if not result.lm_requests:
+        return
+    calls = result.cost.get("lm_calls")
+    print("  LM fallbacks: " + describe(result.lm_requests, result.fallbacks)
+          + (f" (LM calls: {calls:g})" if calls is not None else ""))
+    if all_fell_back(result.lm_requests, result.fallbacks):
+        print(f"  WARNING: every LM answer ({sum(result.lm_requests.values())}) fell back to the LM-free "
+              "path: these are not an LM run's scores")
 
 
 def _single_threaded_faiss() -> None:
@@ -112,16 +152,25 @@ def run(args) -> int:
     from memarch.pipeline.files import atomic_write_json
 
     _single_threaded_faiss()
-    arch = None if args.architecture in (None, "none") else Architecture.load(args.architecture)
-    bench = _benchmark(args)  # a missing or malformed data file stops here with one line, exit 2
+    saved = _saved(args)
+    arch = saved.architecture if saved else (
+        None if args.architecture in (None, "none") else Architecture.load(args.architecture))
+    # a missing or malformed data file stops here with one line, exit 2
+    bench = saved.benchmark(args) if saved else None
+    bench = _benchmark(args) if bench is None else bench
     lm_spec = getattr(args, "lm", "none") or "none"
     _check(args, arch, bench, lm_available=lm_spec != "none")
+    objective = getattr(args, "objective", None) or (saved.record.objective if saved and saved.record else None)
+    if lm_spec == "none" and objective in ("qa_f1", "judge"):
+        scored = f" ({args.program} was scored with one)" if saved else ""
+        raise MemarchError(f"objective {objective} scores an LM reader's answers; pass --lm{scored}")
     embedder = Embedder(args.embedder) if args.embedder else None
     if lm_spec == "none":
         from memarch.pipeline.resources import Resources
 
-        result = evaluate(arch, bench, split=args.split, resources=Resources(embedder=embedder),
-                          budget_tokens=args.budget, top_k=args.top_k, limit=args.limit)
+        resources = Resources(embedder=embedder)
+        result = evaluate(saved.build(resources) if saved else arch, bench, split=args.split, resources=resources,
+                          budget_tokens=args.budget, top_k=args.top_k, limit=args.limit, objective=objective)
     else:
         try:
             from memarch.lm.arguments import roles_from_args
@@ -133,10 +182,16 @@ def run(args) -> int:
             resources = roles.resources(embedder=embedder)
             if hasattr(bench, "agent_lm"):  # agent tasks: the task LM plays (DSPy agent)
                 bench.agent_lm = resources.lm
-            result = evaluate(arch, bench, split=args.split, resources=resources, budget_tokens=args.budget,
-                              top_k=args.top_k, limit=args.limit, reader=MemoryReader(resources),
-                              judge=AnswerJudge(resources) if args.judge else None, objective="qa_f1")
+            result = evaluate(saved.build(resources) if saved else arch, bench, split=args.split,
+                              resources=resources, budget_tokens=args.budget, top_k=args.top_k, limit=args.limit,
+                              reader=MemoryReader(resources), objective=objective or "qa_f1",
+                              judge=AnswerJudge(resources) if args.judge or objective == "judge" else None)
     _print(result)
+    if saved:
+        print("\n".join(saved.describe()))
+        line = saved.comparison(result)
+        if line:
+            print(line)
     if args.json:
         atomic_write_json(args.json, result.to_dict())
         print(f"  full result written to {args.json}")

@@ -48,7 +48,7 @@ def call_typed(module: dspy.Module, lm: Any = None, *, retries: int = 1, **input
     current = module
     for attempt in range(retries + 1):
         if attempt:
-            current = _with_correction(module, error)
+            current = with_correction(module, error)
         try:
             with dspy.context(lm=lm or dspy.settings.lm, adapter=dspy.JSONAdapter()):
                 prediction = current(**inputs)
@@ -84,7 +84,17 @@ def _is_parse_failure(exc: Exception) -> bool:
     return isinstance(exc, (AdapterParseError, ValueError))
 
 
-def _with_correction(module: dspy.Module, error: Exception | None) -> dspy.Module:
+def with_correction(module: dspy.Module, error: Exception | str | None) -> dspy.Module:
+    """A copy of ``module`` whose instructions add why the previous answer could not be used.
+
+    The retry's prompt differs from the first, so DSPy's cache cannot replay the bad answer, and
+    the model sees why it failed (bypassing the cache alone, e.g. with ``rollout_id``, would ask a
+    temperature-0 model the same question and get the same answer).
+
+    Example::
+
+        retry = with_correction(self.predict, "the action 'fly' is not admissible")
+    """
     corrected = module.deepcopy()
     note = CORRECTION.format(error=_short(error))
     for _, predictor in corrected.named_predictors():
@@ -93,6 +103,6 @@ def _with_correction(module: dspy.Module, error: Exception | None) -> dspy.Modul
     return corrected
 
 
-def _short(exc: Exception | None) -> str:
+def _short(exc: Exception | str | None) -> str:
     text = " ".join(str(exc).split()) if exc else "no answer"
     return text[:200]

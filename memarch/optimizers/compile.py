@@ -4,6 +4,7 @@ and returns (and saves) a new `MemoryProgram`; the student is never mutated."""
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,9 +137,6 @@ class MemarchOptimizer:
     def compile(self, student: Any, *, trainset: Any = "search", valset: Any = "validation",
                 testset: Any = "test") -> Any:
         """Search on ``trainset``, choose on ``valset``, report on ``testset``; returns a new program."""
-        from memarch.pipeline.program import MemoryProgram
-        from memarch.pipeline.resources import Resources
-
         started = time.perf_counter()
         space, start = self._space(student)
         sspace = SearchSpace(space)
@@ -161,11 +159,11 @@ class MemarchOptimizer:
             raise MemarchError(f"study {name}: no architecture could be evaluated (see the log)")
         pick, finalists = self._choose(history, valset)
         test_result = self.metric(pick, testset) if testset is not None else None
-        program = MemoryProgram(pick, resources=self.resources or Resources(lm=self.lm))
+        best = history.by_key(pick.key())
+        program = self._program(pick, best, finalists[pick.key()], test_result)
         path = None
         if self.save_path:
             path = str(program.save(self.save_path, include_memory=False))
-        best = history.by_key(pick.key())
         self.report = CompileReport(
             study_name=name, strategy=self.strategy_name, seed=self.seed, architecture=pick,
             search_score=best.objective if best else float("nan"), validation_score=finalists[pick.key()],
@@ -216,6 +214,25 @@ class MemarchOptimizer:
         if hasattr(sampler, "stats"):
             counts.update(sampler.stats())
         return counts
+
+    def _program(self, pick: Architecture, best: Any, validation: float, test_result: Any) -> Any:
+        """The pick as a program with the top_k and context budget its trials read with, and the
+        record of how it was scored (when the metric can say)."""
+        from memarch.pipeline.program import MemoryProgram
+        from memarch.pipeline.resources import Resources
+
+        settings = getattr(self.metric, "program_settings", None)
+        program = MemoryProgram(pick, resources=self.resources or Resources(lm=self.lm),
+                                **(settings() if settings is not None else {}))
+        record = getattr(self.metric, "evaluation_record", None)
+        objective = (test_result.metadata.get("objective") if test_result is not None else None) \
+            or (best.result.metadata.get("objective") if best is not None else None)
+        if record is not None and objective:
+            scores = {"search": best.objective if best is not None else None, "validation": validation,
+                      "test": None if test_result is None or test_result.failed else test_result.objective}
+            program.evaluation = record(objective=objective, scores={
+                split: v if v is not None and math.isfinite(v) else None for split, v in scores.items()})
+        return program
 
     def _choose(self, history: History, valset: Any) -> tuple[Architecture, dict[str, float]]:
         return choose_on_validation(history, self.metric, valset, self.finalists)

@@ -39,6 +39,7 @@ def compact(result: TrialResult) -> dict[str, Any]:
     return {"objective": result.objective, "scores": result.scores, "per_category": result.per_category,
             "cost": result.cost, "attribution": result.attribution, "outcomes": outs,
             "benchmark": result.benchmark, "split": result.split,
+            "fallbacks": result.fallbacks, "lm_requests": result.lm_requests,
             "objective_name": result.metadata.get("objective", "")}
 
 
@@ -49,7 +50,9 @@ def expand(arch: Architecture | None, data: dict[str, Any]) -> TrialResult:
     return TrialResult(architecture=arch, benchmark=data.get("benchmark", ""), split=data.get("split", ""),
                        objective=float(data["objective"]), scores=data.get("scores", {}),
                        per_category=data.get("per_category", {}), cost=data.get("cost", {}),
-                       outcomes=outcomes, attribution=data.get("attribution", {}), metadata=meta)
+                       outcomes=outcomes, attribution=data.get("attribution", {}),
+                       fallbacks=data.get("fallbacks", {}), lm_requests=data.get("lm_requests", {}),
+                       metadata=meta)
 
 
 @dataclass

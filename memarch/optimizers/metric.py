@@ -21,6 +21,7 @@ class BenchmarkMetric:
         resources: embedder, task LM, caches shared by every trial.
         data_path: dataset path for file-backed benchmarks (locomo, babi).
         limit: score only the first N questions of each split (fast runs).
+        knobs: benchmark constructor keyword arguments (recorded in a compiled program).
         evaluate_kwargs: passed to ``evaluate`` (budget_tokens, top_k, reader, judge, objective).
     """
 
@@ -32,7 +33,28 @@ class BenchmarkMetric:
         self.benchmark = get_benchmark(benchmark, data_path, **(knobs or {})) if isinstance(benchmark, str) else benchmark
         self.resources = resources or Resources()
         self.limit = limit
+        self.knobs = dict(knobs or {})
         self.kwargs = evaluate_kwargs
+
+    def program_settings(self) -> dict[str, Any]:
+        """``{"top_k", "budget_tokens"}`` the trials read with: what a compiled program must carry."""
+        from memarch.pipeline.evaluate import default_top_k, evaluate
+
+        budget = self.kwargs.get("budget_tokens", evaluate.__kwdefaults__["budget_tokens"])  # evaluate's default
+        return {"top_k": self.kwargs.get("top_k") or default_top_k(budget), "budget_tokens": budget}
+
+    def evaluation_record(self, scores: dict[str, float | None], objective: str) -> Any:
+        """The `EvaluationRecord` of scores this metric reported: benchmark, data, knobs, split."""
+        from pathlib import Path
+
+        from memarch.pipeline.evaluation_record import EvaluationRecord, data_sha256, split_settings
+
+        path = getattr(self.benchmark, "path", None)
+        return EvaluationRecord(
+            benchmark=self.benchmark.name, objective=objective, **self.program_settings(),
+            data=str(Path(path).resolve()) if path is not None else None, data_sha256=data_sha256(path),
+            knobs={**getattr(self.benchmark, "knobs", {}), **self.knobs}, split=split_settings(self.benchmark),
+            limit=self.limit, scores=dict(scores))
 
     @property
     def family(self) -> str:
@@ -66,6 +88,12 @@ class CachedMetric:
     @property
     def family(self) -> str:
         return getattr(self.metric, "family", "conversation")
+
+    def __getattr__(self, name: str) -> Any:
+        # program_settings(), evaluation_record(), benchmark, ...: the wrapped metric's.
+        if name.startswith("_") or name == "metric":
+            raise AttributeError(name)
+        return getattr(self.metric, name)
 
     def __call__(self, architecture: Architecture | None, data: Any = "search") -> TrialResult:
         import copy

@@ -128,6 +128,11 @@ class Tracker:
         metrics.update({f"category_{k}": v for k, v in result.per_category.items()})
         metrics.update({f"cost_{k}": v for k, v in result.cost.items()})
         metrics.update({f"failures_{k}": v for k, v in result.attribution.items()})
+        if result.lm_requests:  # LM answers per module and how many fell back to the LM-free path
+            metrics.update({f"fallbacks_{k}": result.fallbacks.get(k, 0) for k in result.lm_requests})
+            metrics.update({f"lm_requests_{k}": v for k, v in result.lm_requests.items()})
+            metrics.update(fallbacks_total=sum(result.fallbacks.values()),
+                           lm_requests_total=sum(result.lm_requests.values()))
         ts = 0
         self.client.log_batch(rid, metrics=[Metric(_metric_name(k), float(v), ts, number)
                                             for k, v in metrics.items()

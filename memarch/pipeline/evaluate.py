@@ -16,6 +16,7 @@ from memarch.benchmarks.metrics import ABSTAIN, answer_recall, evidence_recall, 
 from memarch.benchmarks.protocols import collect_then_deploy, question_query, stream_schedule
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.episodes import Episode
+from memarch.pipeline.fallbacks import read_counters, trial_delta
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.trial import QueryOutcome, TrialResult
@@ -23,6 +24,11 @@ from memarch.pipeline.trial import QueryOutcome, TrialResult
 log = logging.getLogger(__name__)
 
 OBJECTIVES = ("answer_recall", "evidence_recall", "qa_f1", "judge")
+
+
+def default_top_k(budget_tokens: int | None) -> int:
+    """Items per read when none is given: enough to fill the budget (B / 10, at least 4)."""
+    return max(4, (budget_tokens or 200) // 10)
 
 
 class _TracedProgram:
@@ -105,7 +111,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
     """
     resources = resources or Resources()
     if top_k is None:
-        top_k = max(4, (budget_tokens or 200) // 10)
+        top_k = default_top_k(budget_tokens)
     arch = architecture_or_program.architecture if isinstance(architecture_or_program, MemoryProgram) \
         else (None if isinstance(architecture_or_program, dict) else architecture_or_program)
     bench_name = benchmark if isinstance(benchmark, str) else getattr(benchmark, "name", "?")
@@ -113,6 +119,8 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
     before = acct.snapshot() if acct is not None else None
     embedded_before = getattr(resources.embedder, "computed", 0)
     started = time.perf_counter()
+    lm_users = [("reader", reader), ("judge", judge)]
+    program, counted = None, None
     try:
         if isinstance(benchmark, str):
             from memarch.benchmarks import get_benchmark
@@ -121,6 +129,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         view = benchmark.split(split).limit(limit)
         program = _build_program(architecture_or_program, resources, top_k, budget_tokens, config)
         arch = program.architecture if program is not None else arch
+        counted = read_counters(program, lm_users)  # a program passed in may have counted before
         if isinstance(view, TaskBenchmark):
             result = _run_tasks(program, view, top_k, budget_tokens, success_threshold)
         else:
@@ -138,6 +147,8 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         result = TrialResult(architecture=arch, benchmark=bench_name, split=split, objective=0.0,
                              failed=True, error=f"{exc.__class__.__name__}: {exc}",
                              metadata={"traceback": traceback.format_exc(limit=8)})
+    if counted is not None:
+        _add_fallbacks(result, *trial_delta(read_counters(program, lm_users), counted))
     result.cost["wall_s"] = round(time.perf_counter() - started, 4)
     result.cost["embeddings_computed"] = float(getattr(resources.embedder, "computed", 0) - embedded_before)
     if acct is not None:
@@ -145,6 +156,14 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
     result.metadata.setdefault("budget_tokens", budget_tokens)
     result.metadata.setdefault("top_k", top_k)
     return result
+
+
+def _add_fallbacks(result: TrialResult, requests: dict[str, int], fallbacks: dict[str, int]) -> None:
+    """The modules' LM counts over the trial, added to what the run itself reported (the DSPy agent
+    of a task benchmark lives per episode and reports through the episodes)."""
+    for role, n in requests.items():
+        result.lm_requests[role] = result.lm_requests.get(role, 0) + n
+        result.fallbacks[role] = result.fallbacks.get(role, 0) + fallbacks.get(role, 0)
 
 
 def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, budget: int | None,
@@ -205,12 +224,21 @@ def _ask(program: MemoryProgram | None, namespace: str, q: Question, query, top_
     if q.answerable:
         values["answer_recall"] = answer_recall(q.answer, context, budget)
         values["evidence_recall"] = evidence_recall(q.evidence, (s for it in items for s in it.source_ids))
+    reader_failed = False
     if reader is not None:
         prediction = reader(context, q.text)
-        values["qa_f1"] = qa_f1(prediction, q.answer or ABSTAIN, q.category)
-        if judge is not None:
-            verdict = judge(q.text, q.answer or ABSTAIN, prediction)
-            values["judge"] = None if verdict is None else float(verdict)
+        if prediction is None:
+            # The reader's answer was unusable: a failed query, never an abstention (which would
+            # score 1.0 on an adversarial question).
+            reader_failed = True
+            values["qa_f1"] = 0.0
+            if judge is not None:
+                values["judge"] = 0.0
+        else:
+            values["qa_f1"] = qa_f1(prediction, q.answer or ABSTAIN, q.category)
+            if judge is not None:
+                verdict = judge(q.text, q.answer or ABSTAIN, prediction)
+                values["judge"] = None if verdict is None else float(verdict)
     for name, v in values.items():
         if v is not None:
             per_query[name].append(v)
@@ -222,6 +250,8 @@ def _ask(program: MemoryProgram | None, namespace: str, q: Question, query, top_
                                 **{k: v for k, v in values.items() if v is not None}}
     if reader is not None:
         evidence["prediction"] = prediction
+        if reader_failed:
+            evidence["reader_failed"] = True
     attribution = None
     if not success and q.answerable:
         attribution, facts = attribute(q.evidence, trace, program.store if program else None, namespace,
@@ -238,12 +268,19 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
     outcomes: list[QueryOutcome] = []
     successes: list[float] = []
     steps: list[float] = []
+    agent = Counter()  # the DSPy agent's LM answers and fallbacks, reported by each episode it played
+
+    def count_agent(episode: Episode) -> None:
+        agent.update({k: episode.metadata.get(f"agent_{k}", 0) for k in ("lm_requests", "fallbacks")})
+
     with contextlib.ExitStack() as stack:
         traced = stack.enter_context(_TracedProgram(program, trace)) if program is not None else None
-        for dep in collect_then_deploy(traced, bench, top_k=top_k, budget_tokens=budget):
+        for dep in collect_then_deploy(traced, bench, top_k=top_k, budget_tokens=budget,
+                                       on_collect=lambda task, episode: count_agent(episode)):
             success = dep.score >= threshold
             successes.append(1.0 if dep.episode.outcome == "success" else 0.0)
             steps.append(float(len(dep.episode.steps)))
+            count_agent(dep.episode)
             items = [s.item for s in dep.retrieval.items] if dep.retrieval is not None else []
             if program is not None and bench.mode == "dynamic" and dep.retrieval is not None:
                 program.feedback(dep.retrieval, success)  # the environment's verdict, not gold labels
@@ -270,4 +307,6 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
         per_category={c: mean(v) for c, v in sorted(by_cat.items())}, outcomes=outcomes,
         attribution={m: attribution.get(m, 0) for m in ("encode", "manage", "store", "retrieve")},
         metadata={"objective": "task_score", "protocol": f"collect_deploy:{bench.mode}",
-                  "success_threshold": threshold})
+                  "success_threshold": threshold},
+        lm_requests={"agent": agent["lm_requests"]} if agent["lm_requests"] else {},
+        fallbacks={"agent": agent["fallbacks"]} if agent["lm_requests"] else {})

@@ -1,6 +1,7 @@
 """`MemoryProgram`: an architecture made runnable — encoders write episodes into the store
 through the manager, the retriever reads scored items and a context back. A `dspy.Module`,
-saved and loaded as JSON (architecture, module instructions, optionally the memory bank)."""
+saved and loaded as JSON (architecture, module instructions, how it was scored, optionally the
+memory bank)."""
 from __future__ import annotations
 
 import tempfile
@@ -12,6 +13,7 @@ import dspy
 from memarch.errors import DataError, MemarchError
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.episodes import Episode, Query
+from memarch.pipeline.evaluation_record import EvaluationRecord
 from memarch.pipeline.files import atomic_write_json, read_json
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.registry import REGISTRY
@@ -39,6 +41,9 @@ class MemoryProgram(dspy.Module):
         budget_tokens: context budget in words (None: unlimited).
         config: per-module keyword arguments, ``{"store": {...}, "retriever": {...},
             "manager": {...}, "encoder:tip": {...}}``.
+
+    ``evaluation`` (an `EvaluationRecord`, set by compile) says how the program's reported scores
+    were measured; ``memarch evaluate --program FILE`` reproduces them from it.
     """
 
     def __init__(self, architecture: Architecture | dict, *, resources: Resources | None = None,
@@ -64,6 +69,7 @@ class MemoryProgram(dspy.Module):
         self.retriever = REGISTRY.get("retriever", arch.retrieve).cls(self.resources, **cfg.get("retriever", {}))
         self.manager = REGISTRY.get("manager", arch.manage).cls(self.resources, **cfg.get("manager", {}))
         self.episodes_written: dict[str, int] = {}
+        self.evaluation: EvaluationRecord | None = None
 
     # -- write / read ----------------------------------------------------------------------------
     def encode(self, episode: Episode) -> list[MemoryItem]:
@@ -131,6 +137,7 @@ class MemoryProgram(dspy.Module):
             "instructions": self.instructions(),
             "episodes_written": self.episodes_written,
             "memory": self._memory_state() if include_memory else None,
+            "evaluation": self.evaluation.to_dict() if self.evaluation is not None else None,
         }
 
     def _memory_state(self) -> dict:
@@ -153,6 +160,9 @@ class MemoryProgram(dspy.Module):
             from memarch.pipeline.embed import Embedder
 
             resources = Resources(embedder=Embedder("hash"))
+        # Files saved before the record existed have none; a malformed one is one DataError line.
+        evaluation = None if data.get("evaluation") is None \
+            else EvaluationRecord.from_dict(data["evaluation"], source=source)
         try:
             budget = data.get("budget_tokens")
             if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
@@ -172,6 +182,7 @@ class MemoryProgram(dspy.Module):
             raise DataError(f"{source}: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DataError(f"{source}: corrupt saved program ({exc.__class__.__name__}: {exc})") from None
+        program.evaluation = evaluation
         return program
 
     @classmethod

@@ -44,6 +44,10 @@ class TrialResult:
     failed: bool = False
     error: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # LM paths of this trial: answers asked per module role, and how many fell back to the LM-free
+    # rule (e.g. {"encoder:fact": 3, "reader": 1}); empty when no LM ran.
+    fallbacks: dict[str, int] = field(default_factory=dict)
+    lm_requests: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = asdict(self)

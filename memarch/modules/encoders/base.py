@@ -28,6 +28,7 @@ class Encoder(dspy.Module):
         self.resources = resources or Resources()
         self.config = dict(config)
         self.fallbacks = 0  # LM answers that did not parse and fell back to the LM-free path
+        self.lm_requests = 0  # episodes sent down the LM path
 
     # -- to implement ----------------------------------------------------------------------------
     def encode_free(self, episode: Episode) -> list[MemoryItem]:
@@ -58,18 +59,23 @@ class Encoder(dspy.Module):
             hit = cache.get_json(key)
             if hit is not None:
                 return [self._stamp(MemoryItem.from_dict(d), episode) for d in hit]
+        fell_back = False
         if self.resources.lm is not None:
+            if type(self).encode_lm is not Encoder.encode_lm:  # an encoder with an LM path
+                self.lm_requests += 1
             try:
                 items = self.encode_lm(episode)
             except ValueError as exc:  # one corrective retry lives inside encode_lm
                 self.fallbacks += 1
+                fell_back = True
                 log.warning("encoder %s: LM output unusable for episode %s (%s); using the LM-free path",
                             self.name, episode.id, exc)
                 items = self.encode_free(episode)
         else:
             items = self.encode_free(episode)
         items = [self._stamp(it, episode) for it in items]
-        if cache is not None:
+        # A fallback is not cached under the LM's key: a later trial would replay it uncounted.
+        if cache is not None and not fell_back:
             cache.set_json(key, [it.to_dict() for it in items])
         return items
 

@@ -34,6 +34,7 @@ class Judge:
         self.actor = actor
         self.calls = 0
         self.fallbacks = 0  # judgements that ended on the LM-free rule after a failed retry
+        self.lm_requests = 0  # judgements asked for (``calls`` counts each attempt)
 
     @property
     def available(self) -> bool:
@@ -44,6 +45,7 @@ class Judge:
         if not self.available:
             return None
         problem = ""
+        self.lm_requests += 1
         for _ in range(2):
             self.calls += 1
             # The retry tells the LM what was wrong (and, being a new input, misses the LM cache).

@@ -80,6 +80,7 @@ class CBRRerankRetriever(Retriever):
         self.settings = settings("cbr_rerank", self.DEFAULTS, config)
         self.rerank = dspy.Predict(RerankCandidates)
         self.fallbacks = 0  # LM answers that were unusable, for reports
+        self.lm_requests = 0
 
     def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
         cfg = self.settings
@@ -113,6 +114,7 @@ class CBRRerankRetriever(Retriever):
             task = case_text(it)
             # The source task tells the LM which situation the memory was learned in.
             candidates.append(f"[{j}] {it.text}" + (f" (learned on task: {task})" if task != it.text else ""))
+        self.lm_requests += 1
         scores = ask(self.rerank, self.resources, parse_scores(len(items)), what="cbr_rerank",
                      query=query.text, candidates=candidates)
         if scores is None:

@@ -52,12 +52,14 @@ class HydeRetriever(Retriever):
         self.settings = settings("hyde", self.DEFAULTS, config)
         self.write_passage = dspy.Predict(HypotheticalPassage)
         self.fallbacks = 0  # LM answers that were unusable, for reports
+        self.lm_requests = 0
 
     def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
         if self.resources.lm is None:
             raise LMRequiredError("retriever 'hyde' needs an LM to write its hypothetical passage; configure one")
         embedder = self.resources.embedder
         vector = embedder.embed_one(query.text)
+        self.lm_requests += 1
         passage = ask(self.write_passage, self.resources, check_passage, what="hyde", query=query.text)
         if passage is None:
             self.fallbacks += 1

@@ -64,6 +64,8 @@ class LLMGraphStore(GraphStore):
         self.max_candidates = int(config.get("max_candidates", 5))
         self.extractor = dspy.Predict(ExtractGraph)
         self.resolver = dspy.Predict(ResolveEntities)
+        self.fallbacks = 0  # extractions / resolutions that ended on the LM-free path
+        self.lm_requests = 0
         self._pending_facts: dict[str, list[tuple[str, str, str, str | None]]] = {}
         # namespace -> lookup key (word or 4-letter prefix) -> canonical entity names, and the names
         # themselves; derived from the graph.
@@ -74,6 +76,7 @@ class LLMGraphStore(GraphStore):
     def _predict(self, predictor: dspy.Predict, what: str, **inputs: Any) -> dspy.Prediction | None:
         """One call, one corrective retry on an unusable answer, then None (caller goes LM-free)."""
         feedback = ""
+        self.lm_requests += 1
         for attempt in (1, 2):
             try:
                 with self.resources.lm_context():
@@ -85,6 +88,7 @@ class LLMGraphStore(GraphStore):
                                str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
                 feedback = (f"Your previous answer could not be used ({type(exc).__name__}). Reply with one "
                             "JSON object holding exactly the output fields, with the types asked for.")
+        self.fallbacks += 1
         logger.warning("llm_graph %s: falling back to the LM-free path", what)
         return None
 
