@@ -147,4 +147,6 @@ class GuidedSampler(BaseSampler):
 
     def stats(self) -> dict[str, int]:
         return {"rounds": len(self.rounds), "dropped_proposals": len(self.dropped),
-                "fallback_trials": self.fallback_trials}
+                "fallback_trials": self.fallback_trials,
+                "diagnoser_lm_fallbacks": sum(r.get("lm_fallbacks", {}).get("diagnoser", 0) for r in self.rounds),
+                "proposer_lm_fallbacks": sum(r.get("lm_fallbacks", {}).get("proposer", 0) for r in self.rounds)}
