@@ -3,6 +3,7 @@ read them. A compact form of each `TrialResult` lives in the trial's user attrs,
 process (and a resumed study) sees the same history; a `HistoryCache` expands each trial once."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,10 @@ def compact(result: TrialResult) -> dict[str, Any]:
             "objective_name": result.metadata.get("objective", "")}
 
 
-def expand(arch: Architecture | None, data: dict[str, Any]) -> TrialResult:
+def expand(arch: Architecture | None, data: dict[str, Any] | str) -> TrialResult:
+    """The `TrialResult` back from `compact` (or its JSON string, as trials store it)."""
+    if isinstance(data, str):
+        data = json.loads(data)
     outcomes = [QueryOutcome(query_id=q, score=s, success=ok, category=c, attribution=a, evidence=ev)
                 for q, s, ok, c, a, ev in data.get("outcomes", [])]
     meta = {"objective": data["objective_name"]} if data.get("objective_name") else {}
@@ -138,7 +142,12 @@ class History:
         return len(self.records)
 
     def tried(self) -> set[str]:
-        return {r.architecture.key() for r in self.records}
+        """Keys of the evaluated architectures (computed once: records are not added afterwards)."""
+        cached = self.__dict__.get("_tried")
+        if cached is None or cached[0] != len(self.records):
+            cached = (len(self.records), frozenset(r.architecture.key() for r in self.records))
+            self.__dict__["_tried"] = cached
+        return set(cached[1])
 
     def best(self) -> TrialRecord | None:
         return max(self.records, key=lambda r: (r.objective, -r.cost, -r.number), default=None)
@@ -148,6 +157,10 @@ class History:
             if r.architecture.key() == key:
                 return r
         return None
+
+    def has(self, key: str) -> bool:
+        self.tried()
+        return key in self.__dict__["_tried"][1]
 
     def best_so_far(self) -> list[float]:
         out, best = [], float("-inf")

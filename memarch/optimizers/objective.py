@@ -16,6 +16,7 @@ Example (a user's own loop)::
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -44,7 +45,9 @@ def record_result(trial: optuna.Trial, arch: Architecture, result: TrialResult) 
     """Store ``result`` on ``trial`` (compact per-query outcomes and attribution, the contract the
     guided sampler reads) and return the objective value to hand back to Optuna."""
     trial.set_user_attr(ARCH_ATTR, arch.canonical().to_dict())
-    trial.set_user_attr(RESULT_ATTR, compact(result))
+    # One JSON string, not a nested structure: Optuna deep-copies user attrs on every trial read,
+    # and a string (immutable) costs nothing to copy however many outcomes it holds.
+    trial.set_user_attr(RESULT_ATTR, json.dumps(compact(result), separators=(",", ":")))
     return float(result.objective)
 
 

@@ -95,16 +95,39 @@ class Architecture:
         """Encoders deduplicated and in registry order, so equal architectures compare equal."""
         from memarch.pipeline.registry import REGISTRY
 
-        order = {n: i for i, n in enumerate(REGISTRY.names("encoder"))}
+        order = _encoder_order(REGISTRY)
         enc = tuple(sorted(set(self.encode), key=lambda e: (order.get(e, 10**6), e)))
-        return replace(self, encode=enc)
+        return self if enc == self.encode else replace(self, encode=enc)
 
     def key(self) -> str:
+        """``"enc1+enc2|store|retriever|manager"`` of the canonical form (memoised per registry
+        state: a test may swap the registry, which can change the encoder order)."""
+        from memarch.pipeline.registry import REGISTRY
+
+        stamp = REGISTRY.version()
+        cached = self.__dict__.get("_key")
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
         c = self.canonical()
-        return f"{'+'.join(c.encode)}|{c.store}|{c.retrieve}|{c.manage}"
+        key = f"{'+'.join(c.encode)}|{c.store}|{c.retrieve}|{c.manage}"
+        object.__setattr__(self, "_key", (stamp, key))
+        return key
 
     def replace(self, **changes: Any) -> "Architecture":
         return replace(self, **changes)
 
     def __str__(self) -> str:
         return self.key()
+
+
+_ORDER: dict[str, object] = {}
+
+
+def _encoder_order(registry) -> dict[str, int]:
+    """Encoder name -> menu position, recomputed only when the registry changes."""
+    stamp = registry.version()
+    if _ORDER.get("stamp") != stamp:
+        registry.specs("encoder")  # loads the modules first, which may register more
+        _ORDER["order"] = {n: i for i, n in enumerate(registry.names("encoder"))}
+        _ORDER["stamp"] = registry.version()
+    return _ORDER["order"]  # type: ignore[return-value]

@@ -99,6 +99,12 @@ class Registry:
 
     def unregister(self, role: str, name: str) -> None:
         self._specs.pop((role, name), None)
+        self._counter += 1
+
+    def version(self) -> tuple[int, int, int]:
+        """Changes whenever the registered modules may have: registrations, removals, or the specs
+        dict replaced (``temporarily``, tests). Memoised derived values (architecture keys) check it."""
+        return (id(self._specs), len(self._specs), self._counter)
 
     @contextlib.contextmanager
     def temporarily(self) -> Iterator["Registry"]:

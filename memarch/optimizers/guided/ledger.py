@@ -59,7 +59,11 @@ class Ledger:
         return cls(entries)
 
     def dead_ends(self) -> set[str]:
-        return {e.edit for e in self.entries if e.status == REFUTED}
+        cached = self.__dict__.get("_dead")
+        if cached is None or cached[0] != len(self.entries):
+            cached = (len(self.entries), {e.edit for e in self.entries if e.status == REFUTED})
+            self.__dict__["_dead"] = cached
+        return cached[1]
 
     def is_dead_end(self, edit: str) -> bool:
         return edit in self.dead_ends()

@@ -40,7 +40,9 @@ class ProposalContext:
     taken: set[str] = dataclass_field(default_factory=set)  # running or queued in the study (other workers)
 
     def tried(self) -> set[str]:
-        return self.history.tried() | self.taken
+        if "_tried" not in self.__dict__:
+            self.__dict__["_tried"] = self.history.tried() | self.taken
+        return self.__dict__["_tried"]
 
     def untried_edits(self, base: Architecture, field: str, taken: set[str]) -> list[Edit]:
         tried, dead = self.tried(), self.ledger.dead_ends()
