@@ -1,9 +1,11 @@
-"""Scores for conversational memory: the LM-free objective (answer recall within a context
-budget, evidence recall) and LoCoMo's official QA scoring (token F1 with Porter stemming after
-SQuAD normalisation, with its category rules), reimplemented.
+"""Scores for conversational memory: the LM-free objectives (the strict `answer_span`, re-exported
+from its own module, the bag-of-tokens answer recall, evidence recall within a context budget) and
+LoCoMo's official QA scoring (token F1 with Porter stemming after SQuAD normalisation, with its
+category rules), reimplemented.
 
 Example::
 
+    answer_span("7 May 2023", "[turn 2023-05-08] I went on 7 May", budget_tokens=200)    # 0.0
     answer_recall("7 May 2023", "[turn 2023-05-08] I went on 7 May", budget_tokens=200)  # 2/3
     qa_f1("Psychology; counseling", "psychology", "open-domain")                        # 1.0
 """
@@ -14,6 +16,7 @@ import string
 from collections import Counter
 from typing import Iterable
 
+from memarch.benchmarks.answer_span import answer_span  # noqa: F401  (re-exported beside answer_recall)
 from memarch.benchmarks.porter import stem
 from memarch.pipeline.retrieval import truncate_tokens
 
@@ -73,7 +76,7 @@ def qa_f1(prediction: object, gold: object, category: str) -> float:
 def answer_recall(answer: object, context: str, budget_tokens: int | None = 200) -> float:
     """Share of the gold answer's distinct normalised tokens present in ``context`` cut at the budget.
 
-    The LM-free objective (ANCHORS 6): no reader, so it measures whether memory *delivered* the
+    The lenient LM-free objective (ANCHORS 6; the default is the stricter `answer_span`): no reader, so it measures whether memory *delivered* the
     answer, not whether a model would use it. Unanswerable questions have no gold answer and are
     scored only with an LM (callers skip them).
     """

@@ -33,6 +33,7 @@ def run(args) -> int:
 def compare_main(args, strategies: list[str], roles) -> int:
     import optuna
 
+    from memarch.cli._objective import objective_line
     from memarch.cli.compile import Progress, build_metric, storage_url, tracker_for
     from memarch.optimizers.compare import compare
     from memarch.optimizers.tracking import ui_command
@@ -59,7 +60,7 @@ def compare_main(args, strategies: list[str], roles) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     png = cmp.plot(out / f"compare-{args.benchmark}.png")
-    table = cmp.table()
+    table = objective_line(metric) + "\n" + cmp.table()
     (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
     (out / f"compare-{args.benchmark}.json").write_text(json.dumps(
         {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,

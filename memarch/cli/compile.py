@@ -14,6 +14,7 @@ HELP = "search the best memory architecture for a benchmark and save it as a pro
 def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> None:
     """The options `compile` and `compare` share."""
     from memarch.benchmarks import BENCHMARKS, DEFAULT
+    from memarch.cli._objective import add_objective_argument
     from memarch.optimizers.study import DEFAULT_STORAGE
     from memarch.optimizers.tracking import DEFAULT_TRACKING_URI
 
@@ -35,6 +36,7 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
                    help="consecutive failed trials that stop a study (default 5; 0: never)")
     p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
     p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default all-MiniLM-L6-v2)")
+    add_objective_argument(p)
     p.add_argument("--storage", default=DEFAULT_STORAGE, help=f"Optuna storage URL (default {DEFAULT_STORAGE}; "
                    "postgresql://user@host/db lets several machines share a study; 'memory' for none)")
     p.add_argument("--study-name", default=None, help="study name (default from family, strategy and seed)")
@@ -90,6 +92,7 @@ def check_numbers(args) -> None:
 
 def build_metric(args, resources):
     """A cached `BenchmarkMetric` for the parsed options."""
+    from memarch.cli._objective import check_objective
     from memarch.optimizers.metric import BenchmarkMetric, CachedMetric
 
     knobs = {}
@@ -113,6 +116,13 @@ def build_metric(args, resources):
                              knobs=knobs, budget_tokens=args.context_budget, **lm_kwargs)
     if resources.lm is not None and hasattr(metric.benchmark, "agent_lm"):
         metric.benchmark.agent_lm = resources.lm
+    objective = check_objective(getattr(args, "objective", None), metric.benchmark, lm=resources.lm is not None)
+    if objective:
+        metric.kwargs["objective"] = objective
+        if objective == "judge" and "judge" not in metric.kwargs:
+            from memarch.benchmarks.reader import AnswerJudge
+
+            metric.kwargs["judge"] = AnswerJudge(resources)
     return CachedMetric(metric)
 
 
@@ -177,6 +187,7 @@ def run(args) -> int:
 def _compile(args, strategies: list[str], roles) -> int:
     import optuna
 
+    from memarch.cli._objective import objective_line
     from memarch.optimizers.compile import MemarchOptimizer
     from memarch.optimizers.presets import get_preset
     from memarch.optimizers.tracking import ui_command
@@ -193,6 +204,7 @@ def _compile(args, strategies: list[str], roles) -> int:
     space = ArchitectureSpace(metric.family, lm_available=lm is not None)
     student = get_preset(args.preset, space) if args.preset else space
     out = Path(args.out)
+    print(objective_line(metric))
     best = None
     for strategy in strategies:
         for seed in range(args.seeds or 1):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from memarch.cli._objective import add_objective_argument, check_objective
 from memarch.errors import MemarchError
 
 HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, textworld)"
@@ -30,6 +31,7 @@ def add_arguments(p) -> None:
     p.add_argument("--top-k", type=int, default=None, help="items per read (default: budget / 10)")
     p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default: all-MiniLM-L6-v2)")
     p.add_argument("--judge", action="store_true", help="with an LM: also score answers with the LM judge")
+    add_objective_argument(p)
     p.add_argument("--json", default=None, help="also write the full TrialResult (outcomes, attribution) here")
     try:
         from memarch.lm.arguments import add_lm_arguments
@@ -89,6 +91,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
                            "sentence-transformers model directory")
     if args.json and os.path.isdir(args.json):
         raise MemarchError(f"--json {args.json}: is a directory (expected a file path to write)")
+    check_objective(args.objective, bench, lm=lm_available, judge=args.judge)
     if arch is not None:
         default = "experience" if isinstance(bench, TaskBenchmark) else "conversation"
         family = getattr(bench, "family", default)
@@ -100,12 +103,16 @@ def _check(args, arch, bench, lm_available: bool) -> None:
 
 
 def _print(result) -> None:
+    from memarch.pipeline.objectives import explain_objective
+
     arch = result.architecture.key() if result.architecture else "no memory"
     print(f"{result.benchmark} [{result.split}] {arch}")
     if result.failed:
         print(f"  FAILED: {result.error}")
         return
-    print(f"  objective ({result.metadata.get('objective')}): {result.objective:.4f}")
+    name = result.metadata.get("objective")
+    what = explain_objective(name, result.metadata.get("budget_tokens"))
+    print(f"  objective ({name}): {result.objective:.4f}  [{what}]")
     print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k not in ("questions", "tasks") else f"{k}={v:g}"
                                    for k, v in result.scores.items()))
     for cat, v in result.per_category.items():

@@ -12,18 +12,17 @@ from typing import Any
 
 from memarch.benchmarks.attribution import StoreView, WriteTrace, attribute
 from memarch.benchmarks.base import Benchmark, Question, TaskBenchmark
-from memarch.benchmarks.metrics import ABSTAIN, answer_recall, evidence_recall, mean, qa_f1
+from memarch.benchmarks.metrics import ABSTAIN, answer_recall, answer_span, evidence_recall, mean, qa_f1
 from memarch.benchmarks.protocols import collect_then_deploy, question_query, stream_schedule
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.fallbacks import read_counters, trial_delta
+from memarch.pipeline.objectives import OBJECTIVES, check_objective, default_objective  # noqa: F401
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.trial import QueryOutcome, TrialResult
 
 log = logging.getLogger(__name__)
-
-OBJECTIVES = ("answer_recall", "evidence_recall", "qa_f1", "judge")
 
 
 def default_top_k(budget_tokens: int | None) -> int:
@@ -105,11 +104,14 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         reader: a callable ``(context, question) -> answer`` (e.g. `MemoryReader`): adds ``qa_f1``
             and scores unanswerable questions.
         judge: a callable ``(question, gold, answer) -> bool | None`` (e.g. `AnswerJudge`).
-        objective: which score is the objective (default ``answer_recall`` without a reader for
-            conversations; the task score for agent benchmarks).
+        objective: which score is the objective for conversations (one of `OBJECTIVES`; default
+            ``answer_span`` without a reader, ``qa_f1`` with one); agent benchmarks always use
+            their task score. An LM objective without a reader raises ValueError up front.
         success_threshold: a query whose score is below it is a failure (attributed).
     """
     resources = resources or Resources()
+    requested = objective
+    objective = check_objective(objective, reader, judge)  # a bad name is the caller's error, not a failed trial
     if top_k is None:
         top_k = default_top_k(budget_tokens)
     arch = architecture_or_program.architecture if isinstance(architecture_or_program, MemoryProgram) \
@@ -131,11 +133,11 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         arch = program.architecture if program is not None else arch
         counted = read_counters(program, lm_users)  # a program passed in may have counted before
         if isinstance(view, TaskBenchmark):
+            if requested not in (None, default_objective(reader)):
+                log.warning("objective %s ignored: %s is an agent benchmark scored by its task score",
+                            requested, bench_name)
             result = _run_tasks(program, view, top_k, budget_tokens, success_threshold)
         else:
-            objective = objective or "answer_recall"
-            if objective not in OBJECTIVES:
-                raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
             result = _run_stream(program, view, top_k, budget_tokens, reader, judge, objective,
                                  success_threshold)
         result.architecture = arch
@@ -144,9 +146,10 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             result.cost["memory_items"] = float(sum(program.store.count(ns) for ns in program.store.namespaces()))
     except Exception as exc:  # a trial fails, not the study
         log.warning("trial %s on %s failed: %s", arch, bench_name, exc)
+        named = "task_score" if isinstance(benchmark, TaskBenchmark) else objective
         result = TrialResult(architecture=arch, benchmark=bench_name, split=split, objective=0.0,
                              failed=True, error=f"{exc.__class__.__name__}: {exc}",
-                             metadata={"traceback": traceback.format_exc(limit=8)})
+                             metadata={"traceback": traceback.format_exc(limit=8), "objective": named})
     if counted is not None:
         _add_fallbacks(result, *trial_delta(read_counters(program, lm_users), counted))
     result.cost["wall_s"] = round(time.perf_counter() - started, 4)
@@ -203,6 +206,9 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
     scores = {name: mean(vals) for name, vals in per_query.items()}
     scores["questions"] = float(len(outcomes))
     attribution = Counter(o.attribution for o in outcomes if o.attribution)
+    fallbacks = sum(1 for o in outcomes if "objective_fallback" in o.evidence)
+    if fallbacks:
+        scores["objective_fallbacks"] = float(fallbacks)
     return TrialResult(
         architecture=None, benchmark=bench.name, split=bench.split_name,
         objective=mean(o.score for o in outcomes), scores=scores,
@@ -222,6 +228,7 @@ def _ask(program: MemoryProgram | None, namespace: str, q: Question, query, top_
     context = retrieval.context if retrieval is not None else ""
     values: dict[str, float | None] = {}
     if q.answerable:
+        values["answer_span"] = answer_span(q.answer, context, budget)
         values["answer_recall"] = answer_recall(q.answer, context, budget)
         values["evidence_recall"] = evidence_recall(q.evidence, (s for it in items for s in it.source_ids))
     reader_failed = False
@@ -243,11 +250,15 @@ def _ask(program: MemoryProgram | None, namespace: str, q: Question, query, top_
         if v is not None:
             per_query[name].append(v)
     score = values.get(objective)
-    if score is None:  # e.g. evidence recall of a question without gold evidence
-        score = values.get("qa_f1", values.get("answer_recall", 0.0)) or 0.0
+    fallback = None
+    if score is None:  # e.g. evidence recall of a question without gold evidence: counted, shown
+        fallback = "qa_f1" if "qa_f1" in values else "answer_span"
+        score = values.get(fallback) or 0.0
     success = score >= threshold
     evidence: dict[str, Any] = {"question": q.text, "gold_answer": q.answer,
                                 **{k: v for k, v in values.items() if v is not None}}
+    if fallback is not None:
+        evidence["objective_fallback"] = fallback
     if reader is not None:
         evidence["prediction"] = prediction
         if reader_failed:

@@ -1,0 +1,60 @@
+"""The ``--objective`` option that `evaluate`, `compile` and `compare` share: the option, the
+check of a name against the benchmark and the LMs given (one line, exit 2), and its printed name."""
+from __future__ import annotations
+
+from typing import Any
+
+from memarch.errors import MemarchError
+from memarch.pipeline.objectives import LM_OBJECTIVES as WITH_LM
+from memarch.pipeline.objectives import OBJECTIVES, default_objective, describe_objective
+
+LM_FREE = tuple(o for o in OBJECTIVES if o not in WITH_LM)
+
+
+def add_objective_argument(p) -> None:
+    p.add_argument("--objective", default=None, metavar="NAME",
+                   help=f"conversation benchmarks: {'|'.join(LM_FREE)} (default answer_span), or with an LM "
+                        f"{'|'.join(WITH_LM)} (default qa_f1); agent benchmarks always use their task score")
+
+
+def check_objective(objective: str | None, benchmark: Any, *, lm: bool, judge: bool = True) -> str | None:
+    """``objective`` if it suits the benchmark and the LMs given (None stays None: the default),
+    else MemarchError naming what would do.
+
+    Args:
+        lm: a task LM (hence a reader) is configured.
+        judge: an answer judge can be built (``--judge`` / ``--judge-lm``, or any LM for compile).
+    """
+    if objective is None:
+        return None
+    from memarch.benchmarks.base import TaskBenchmark
+
+    if objective not in OBJECTIVES:
+        raise MemarchError(f"--objective {objective!r}: expected one of {', '.join(OBJECTIVES)}")
+    if isinstance(benchmark, TaskBenchmark):
+        raise MemarchError(f"--objective {objective}: {benchmark.name} is an agent benchmark, scored by its "
+                           "task score (drop --objective)")
+    if objective in WITH_LM and not lm:
+        raise MemarchError(f"--objective {objective} needs an LM reader (--lm); without an LM use one of "
+                           f"{', '.join(LM_FREE)}")
+    if objective == "judge" and not judge:
+        raise MemarchError("--objective judge needs an answer judge (memarch evaluate: add --judge)")
+    return objective
+
+
+def objective_of(metric: Any) -> str:
+    """The name of the objective a `BenchmarkMetric` (or a `CachedMetric` around one) scores."""
+    from memarch.benchmarks.base import TaskBenchmark
+
+    inner = getattr(metric, "metric", metric)
+    kwargs = getattr(inner, "kwargs", {})
+    if isinstance(getattr(inner, "benchmark", None), TaskBenchmark):
+        return "task_score"
+    return kwargs.get("objective") or default_objective(kwargs.get("reader"))
+
+
+def objective_line(metric: Any) -> str:
+    """"objective: answer_span (LM-free: gold answer contiguous in the context cut at 200 words)"."""
+    inner = getattr(metric, "metric", metric)
+    budget = getattr(inner, "kwargs", {}).get("budget_tokens", 200)
+    return f"objective: {describe_objective(objective_of(metric), budget)}"
