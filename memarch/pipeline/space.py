@@ -92,10 +92,14 @@ class ArchitectureSpace:
         return (2 ** len(self.encoders) - 1) * len(self.stores) * len(self.retrievers) * len(self.managers)
 
     def triples(self, *, valid_only: bool = True) -> list[tuple[str, str, str]]:
+        memo = self.__dict__.setdefault("_triples", {})
+        if valid_only in memo:
+            return list(memo[valid_only])
         out = []
         for s, r, m in itertools.product(self.stores, self.retrievers, self.managers):
             if not valid_only or not self._triple_violations(s, r, m):
                 out.append((s, r, m))
+        memo[valid_only] = tuple(out)
         return out
 
     def count_valid(self) -> int:
@@ -154,7 +158,13 @@ class ArchitectureSpace:
         return out
 
     def is_valid(self, arch: Architecture) -> bool:
-        return not self.violations(arch)
+        # Memoised by the exact tuple (order and duplicates matter to the rules): searches ask often.
+        memo = self.__dict__.setdefault("_valid", {})
+        key = (arch.encode, arch.store, arch.retrieve, arch.manage)
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = not self.violations(arch)
+        return hit
 
     def validate(self, arch: Architecture) -> Architecture:
         """Return ``arch`` unchanged, or raise ArchitectureError naming the first broken rule."""

@@ -44,9 +44,18 @@ class ProposalContext:
             self.__dict__["_tried"] = self.history.tried() | self.taken
         return self.__dict__["_tried"]
 
+    def edits(self, base: Architecture, field: str) -> list[Edit]:
+        """Every valid one-step edit of ``field`` from ``base``, best supported first (memoised for
+        the round: the observations do not change within it)."""
+        memo = self.__dict__.setdefault("_edits", {})
+        key = (base.key(), field)
+        if key not in memo:
+            memo[key] = candidate_edits(self.space, base, field, self.observations)
+        return memo[key]
+
     def untried_edits(self, base: Architecture, field: str, taken: set[str]) -> list[Edit]:
         tried, dead = self.tried(), self.ledger.dead_ends()
-        return [e for e in candidate_edits(self.space, base, field, self.observations)
+        return [e for e in self.edits(base, field)
                 if e.architecture.key() not in tried and e.architecture.key() not in taken
                 and e.text not in dead]
 
