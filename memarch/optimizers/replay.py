@@ -95,7 +95,7 @@ class Replay:
         k: guided proposals per round and warm-start size.
         finalists: architectures re-scored on validation to choose the pick.
         top_share: what a "top" architecture is: the best ``ceil(top_share x N)`` by search score,
-            ties broken by lower memory cost.
+            ties broken by lower memory cost (exact ties with the last of them count as top too).
     """
 
     def __init__(self, landscape: "Landscape", *, objective: str | None = None, budget: int = 20,
@@ -193,8 +193,12 @@ class LandscapeTable:
         cost_name = "memory_tokens" if f"cost_memory_tokens" in landscape.arrays else "memory_items"
         self.cost = landscape.cost(cost_name) if f"cost_{cost_name}" in landscape.arrays else np.zeros(len(landscape))
         ranked = sorted(self.rows, key=lambda i: (-self.search[i], self.cost[i], landscape.keys[i]))
-        self.n_top = max(1, math.ceil(top_share * len(self.rows)))
-        self.top = {landscape.keys[i] for i in ranked[:self.n_top]}
+        n = max(1, math.ceil(top_share * len(self.rows)))
+        # Ties with the n-th (same search score and memory cost) are top too: nothing tells them apart.
+        last = ranked[n - 1]
+        self.top = {landscape.keys[i] for i in ranked
+                    if (self.search[i], -self.cost[i]) >= (self.search[last], -self.cost[last])}
+        self.n_top = len(self.top)
         self.search_rank = {landscape.keys[i]: r + 1 for r, i in enumerate(ranked)}
         by_test = sorted(self.rows, key=lambda i: (-self.test[i], self.cost[i], landscape.keys[i]))
         self.oracle = by_test[0]
