@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from memarch.optimizers.guided.champion import ALPHA, sign_test
 from memarch.optimizers.history import History
 
-ACTIVE, PENDING, REFUTED = "active", "pending", "refuted"
+ACTIVE, PENDING, REFUTED, INERT = "active", "pending", "refuted", "inert"
+FIELDS = ("encode", "store", "retrieve", "manage")
 
 
 @dataclass
@@ -16,7 +17,7 @@ class LedgerEntry:
     condition: str  # the parent architecture's key
     edit: str  # "retrieve: hybrid -> mmr" (full from/to values: the dead-end key)
     evidence: dict = field(default_factory=dict)  # trial numbers, objectives, delta, p-value
-    status: str = PENDING
+    status: str = PENDING  # active (significant win) / pending / refuted / inert (same outcomes)
 
 
 class Ledger:
@@ -46,7 +47,10 @@ class Ledger:
                 continue
             delta = r.objective - parent.objective
             p = sign_test(r, parent, history)
-            if delta > 0 and (p is None or p < alpha):
+            wins, losses, shared = history.paired(r, parent)
+            if shared and wins == losses == 0 and delta == 0:
+                status = INERT  # the same outcome on every query: the edit changed nothing measured
+            elif delta > 0 and (p is None or p < alpha):
                 status = ACTIVE
             elif delta > 0:
                 status = PENDING  # better on average, not yet significant
@@ -59,11 +63,30 @@ class Ledger:
         return cls(entries)
 
     def dead_ends(self) -> set[str]:
+        """Edits never to propose again: refuted ones, and inert ones (they changed nothing)."""
         cached = self.__dict__.get("_dead")
         if cached is None or cached[0] != len(self.entries):
-            cached = (len(self.entries), {e.edit for e in self.entries if e.status == REFUTED})
+            cached = (len(self.entries), {e.edit for e in self.entries if e.status in (REFUTED, INERT)})
             self.__dict__["_dead"] = cached
         return cached[1]
+
+    def inert_fields(self, min_evidence: int = 2) -> set[str]:
+        """Modules whose one-module edits have all changed nothing measured (at least
+        ``min_evidence`` of them, none that changed an outcome): trials spent there are wasted, so
+        the proposer leaves them for last."""
+        inert: dict[str, int] = {}
+        moved: dict[str, int] = {}
+        for e in self.entries:
+            if ";" in e.edit or e.status == PENDING and "parent_trial" not in e.evidence:
+                continue
+            field = e.edit.split(":", 1)[0]
+            if field not in FIELDS:
+                continue
+            if e.status == INERT:
+                inert[field] = inert.get(field, 0) + 1
+            else:
+                moved[field] = moved.get(field, 0) + 1
+        return {f for f, n in inert.items() if n >= min_evidence and not moved.get(f)}
 
     def is_dead_end(self, edit: str) -> bool:
         return edit in self.dead_ends()

@@ -79,8 +79,9 @@ class AttributionProposer:
         taken = set(taken or ())
         out: list[Proposal] = []
         champ = ctx.champion.architecture
+        inert = ctx.ledger.inert_fields()
         n_exploit = max(1, k - 1) if k > 1 else 1
-        for field in self._exploit_fields(ctx, n_exploit):
+        for field in self._exploit_fields(ctx, n_exploit, inert):
             edits = ctx.untried_edits(champ, field, taken)
             if edits:
                 e = edits[0]
@@ -94,21 +95,23 @@ class AttributionProposer:
                 taken.add(joint.key())
         explore_base = ctx.leader.architecture if ctx.leader.architecture.key() != champ.key() else champ
         while len(out) < k:
-            e = self._explore(ctx, explore_base, taken) or self._explore(ctx, champ, taken)
+            e = (self._explore(ctx, explore_base, taken, inert) or self._explore(ctx, champ, taken, inert)
+                 or self._any_untried(ctx, taken, inert) or self._any_untried(ctx, taken))
             if e is None:
-                e = self._any_untried(ctx, taken)
-                if e is None:
-                    break
+                break
             out.append(self._proposal(e, "explore", explore_base, "least observed choice"))
             taken.add(e.architecture.key())
         return out
 
     @staticmethod
-    def _exploit_fields(ctx: ProposalContext, slots: int) -> list[str]:
+    def _exploit_fields(ctx: ProposalContext, slots: int, inert: set[str] = frozenset()) -> list[str]:
         """Exploit slots shared among the modules failures point at, in proportion to their
         attributed failures (D'Hondt): 12 retrieval failures and none elsewhere give every slot to
-        retrieve. Without attributed failures, the gradient's module, then the rest."""
+        retrieve. Without attributed failures, the gradient's module, then the rest. Modules shown
+        inert (their edits changed no outcome) get no slot while another module has failures."""
         hist = {m: n for m, n in ctx.diagnosis.histogram.items() if n > 0}
+        if any(m not in inert for m in hist):
+            hist = {m: n for m, n in hist.items() if m not in inert}
         primary = ctx.gradient.primary_signal
         if not hist:
             return ([primary] + [m for m in ctx.diagnosis.ranked() if m != primary])[:slots]
@@ -125,9 +128,12 @@ class AttributionProposer:
     def _proposal(e: Edit, role: str, parent: Architecture, why: str) -> Proposal:
         return Proposal(e.architecture, role=role, edit=e.text, parent=parent.key(), reason=why)
 
-    def _explore(self, ctx: ProposalContext, base: Architecture, taken: set[str]) -> Edit | None:
+    def _explore(self, ctx: ProposalContext, base: Architecture, taken: set[str],
+                 inert: set[str] = frozenset()) -> Edit | None:
         best, best_key = None, None
         for field in ("encode", "store", "retrieve", "manage"):
+            if field in inert:
+                continue
             for e in ctx.untried_edits(base, field, taken):
                 if field == "encode":
                     added = set(e.architecture.encode) - set(base.encode)
@@ -176,10 +182,10 @@ class AttributionProposer:
             return None
         return arch
 
-    def _any_untried(self, ctx: ProposalContext, taken: set[str]) -> Edit | None:
+    def _any_untried(self, ctx: ProposalContext, taken: set[str], inert: set[str] = frozenset()) -> Edit | None:
         """Restart from the Pareto front when every neighbour of the champion and leader is tried."""
         for r in ctx.front:
-            e = self._explore(ctx, r.architecture, taken)
+            e = self._explore(ctx, r.architecture, taken, inert)
             if e is not None:
                 return e
         return None
