@@ -8,7 +8,7 @@ import logging
 import time
 import traceback
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, Callable
 
 from memarch.benchmarks.attribution import StoreView, WriteTrace, attribute
 from memarch.benchmarks.base import Benchmark, Question, TaskBenchmark
@@ -139,7 +139,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             result = _run_tasks(program, view, top_k, budget_tokens, success_threshold)
         else:
             result = _run_stream(program, view, top_k, budget_tokens, reader, judge, objective,
-                                 success_threshold)
+                                 success_threshold)[0]
         result.architecture = arch
         result.split = split
         if program is not None:
@@ -170,13 +170,26 @@ def _add_fallbacks(result: TrialResult, requests: dict[str, int], fallbacks: dic
 
 
 def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, budget: int | None,
-                reader: Any, judge: Any, objective: str, threshold: float) -> TrialResult:
+                reader: Any, judge: Any, objective: str, threshold: float, *,
+                readers: list[Callable[..., Any] | None] | None = None, attribute_all: bool = False,
+                on_read_point: Callable[[str, WriteTrace], None] | None = None) -> list[TrialResult]:
+    """One write pass of ``program`` over the stream, read at every read point by each of
+    ``readers`` (callables like ``program.read``; default: the program's own); one result per reader.
+
+    Reads never change memory (retrievers and ``Store.search`` only look), so readers sharing one
+    write pass get exactly what each would get alone. ``attribute_all`` also records, for every
+    answerable question, the stage ``attribute`` finds (``evidence["loss_stage"]``) whether it
+    failed or not; ``on_read_point(namespace, trace)`` runs after each write that questions follow.
+    """
     trace = WriteTrace()
     view = StoreView()
-    outcomes: list[QueryOutcome] = []
-    per_query: dict[str, list[float]] = defaultdict(list)
-    timing = Counter()
-    if program is not None:
+    if readers is None:
+        readers = [program.read if program is not None else None]
+    store = program.store if program is not None else None
+    outcomes: list[list[QueryOutcome]] = [[] for _ in readers]
+    per_query: list[dict[str, list[float]]] = [defaultdict(list) for _ in readers]
+    timing = [Counter() for _ in readers]
+    if program is not None and readers:
         # All questions in a few large forward passes up front (a cold trial otherwise pays ~0.1 s
         # per small batch); embeddings are a pure function of the text, so this changes no score.
         texts = list(dict.fromkeys(q.text for d in bench.dialogues for q in d.questions))
@@ -188,18 +201,30 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
             if program is not None:
                 with _TracedProgram(program, trace) as traced:
                     traced.write(session)
-            timing["write_s"] += time.perf_counter() - t0
+            write_s = time.perf_counter() - t0
+            if questions and on_read_point is not None:
+                on_read_point(dialogue.namespace, trace)
             t0 = time.perf_counter()
-            if program is not None and questions:
+            if program is not None and questions and readers:
                 # One batched forward pass for the batch's queries instead of one per question;
                 # retrievers then find them in the embedder's memo.
                 program.resources.embedder.embed([q.text for q in questions])
-            for q in questions:
-                outcome = _ask(program, dialogue.namespace, q, question_query(dialogue, q, session), top_k,
-                               budget, reader, judge, objective, threshold, trace, view, per_query)
-                if outcome is not None:
-                    outcomes.append(outcome)
-            timing["read_s"] += time.perf_counter() - t0
+            embed_s = time.perf_counter() - t0
+            for read, outs, values, times in zip(readers, outcomes, per_query, timing):
+                times["write_s"] += write_s
+                t0 = time.perf_counter()
+                for q in questions:
+                    outcome = _ask(read, store, dialogue.namespace, q, question_query(dialogue, q, session), top_k,
+                                   budget, reader, judge, objective, threshold, trace, view, values, attribute_all)
+                    if outcome is not None:
+                        outs.append(outcome)
+                times["read_s"] += embed_s + time.perf_counter() - t0
+    return [_stream_result(bench, outs, values, times, objective, threshold)
+            for outs, values, times in zip(outcomes, per_query, timing)]
+
+
+def _stream_result(bench: Benchmark, outcomes: list[QueryOutcome], per_query: dict[str, list[float]],
+                   timing: Counter, objective: str, threshold: float) -> TrialResult:
     by_cat: dict[str, list[float]] = defaultdict(list)
     for o in outcomes:
         by_cat[o.category].append(o.score)
@@ -218,12 +243,26 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
         metadata={"objective": objective, "protocol": "stream", "success_threshold": threshold})
 
 
-def _ask(program: MemoryProgram | None, namespace: str, q: Question, query, top_k: int, budget: int | None,
-         reader: Any, judge: Any, objective: str, threshold: float, trace: WriteTrace, view: StoreView,
-         per_query: dict[str, list[float]]) -> QueryOutcome | None:
+def objective_fallback(values: dict[str, Any], objective: str) -> str | None:
+    """The score that stands in when a question has no value of ``objective`` (e.g. evidence recall
+    of a question without gold evidence): the reader's QA F1 when there is one, else the answer span."""
+    if values.get(objective) is not None:
+        return None
+    return "qa_f1" if values.get("qa_f1") is not None else "answer_span"
+
+
+def objective_score(values: dict[str, Any], objective: str) -> float:
+    """A question's objective score from its named scores, with `objective_fallback`."""
+    fallback = objective_fallback(values, objective)
+    return float(values.get(objective) if fallback is None else (values.get(fallback) or 0.0))
+
+
+def _ask(read: Callable[..., Any] | None, store: Any, namespace: str, q: Question, query, top_k: int,
+         budget: int | None, reader: Any, judge: Any, objective: str, threshold: float, trace: WriteTrace,
+         view: StoreView, per_query: dict[str, list[float]], attribute_all: bool = False) -> QueryOutcome | None:
     if not q.answerable and reader is None:
         return None  # unanswerable: scored only with an LM
-    retrieval = program.read(query, top_k=top_k, budget_tokens=budget) if program is not None else None
+    retrieval = read(query, top_k=top_k, budget_tokens=budget) if read is not None else None
     items = [s.item for s in retrieval.items] if retrieval is not None else []
     context = retrieval.context if retrieval is not None else ""
     values: dict[str, float | None] = {}
@@ -249,11 +288,8 @@ def _ask(program: MemoryProgram | None, namespace: str, q: Question, query, top_
     for name, v in values.items():
         if v is not None:
             per_query[name].append(v)
-    score = values.get(objective)
-    fallback = None
-    if score is None:  # e.g. evidence recall of a question without gold evidence: counted, shown
-        fallback = "qa_f1" if "qa_f1" in values else "answer_span"
-        score = values.get(fallback) or 0.0
+    fallback = objective_fallback(values, objective)  # counted and shown, never silent
+    score = objective_score(values, objective)
     success = score >= threshold
     evidence: dict[str, Any] = {"question": q.text, "gold_answer": q.answer,
                                 **{k: v for k, v in values.items() if v is not None}}
@@ -265,9 +301,11 @@ def _ask(program: MemoryProgram | None, namespace: str, q: Question, query, top_
             evidence["reader_failed"] = True
     attribution = None
     if not success and q.answerable:
-        attribution, facts = attribute(q.evidence, trace, program.store if program else None, namespace,
-                                       items, view=view)
+        attribution, facts = attribute(q.evidence, trace, store, namespace, items, view=view)
         evidence.update(facts)
+    if attribute_all and q.answerable:
+        evidence["loss_stage"] = attribution if not success else attribute(
+            q.evidence, trace, store, namespace, items, view=view)[0]
     return QueryOutcome(query_id=q.id, score=float(score), success=success, category=q.category,
                         attribution=attribution, evidence=evidence, retrieved_ids=[it.id for it in items])
 

@@ -2,6 +2,7 @@
 term-by-document weight matrix so a query costs a few sparse rows instead of a Python loop per item."""
 from __future__ import annotations
 
+import math
 import re
 import weakref
 from collections import Counter
@@ -87,7 +88,9 @@ class BM25Index:
         present = df > 0  # a shared vocabulary may hold terms of items since removed
         if not present.any():
             return np.zeros_like(df)
-        floor = self.epsilon * float(idf[present].mean())
+        # fsum: the exact sum, independent of term order, so an index rebuilt incrementally (its
+        # vocabulary in another order) scores bit for bit like a fresh one over the same items.
+        floor = self.epsilon * math.fsum(idf[present].tolist()) / int(present.sum())
         return np.where(idf < 0, floor, idf)
 
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:

@@ -1,0 +1,101 @@
+"""``memarch landscape build``: evaluate every LM-free architecture (or a seeded sample, with every
+preset and the no-memory row) once on all questions of a benchmark into one .npz; resumable, and
+shardable across processes or machines."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from memarch.errors import MemarchError
+
+HELP = "build a landscape file (resumable; --shard i/n builds a part for `landscape merge`)"
+
+
+def add_arguments(p) -> None:
+    from memarch.benchmarks import BENCHMARKS, DEFAULT
+
+    p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi)")
+    p.add_argument("--knob", action="append", default=[], metavar="K=V",
+                   help="benchmark knob, repeatable (e.g. conversations=2); V is read as JSON if it parses")
+    p.add_argument("--sample", type=int, default=None,
+                   help="a seeded sample of N architectures (plus every preset) instead of the whole space")
+    p.add_argument("--seed", type=int, default=0, help="split seed (and generation seed for generated), and the sample's seed")
+    p.add_argument("--split-by", default=None, help="question (default) or the benchmark's other split rules")
+    p.add_argument("--context-budget", type=int, default=200, help="context budget B in words (default 200; top_k = B/10)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions (quick builds)")
+    p.add_argument("--shard", default=None, metavar="I/N", help="build only shard I of N (1-based)")
+    p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default all-MiniLM-L6-v2)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--out", required=True, help="the landscape file to write (.npz)")
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise MemarchError(f"--shard {text!r}: expected I/N, e.g. 1/2") from None
+    if not (n >= 1 and 1 <= i <= n):
+        raise MemarchError(f"--shard {text!r}: need 1 <= I <= N")
+    return i, n
+
+
+def parse_knobs(items: list[str]) -> dict:
+    knobs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise MemarchError(f"--knob {item!r}: expected K=V")
+        try:
+            knobs[key] = json.loads(value)
+        except json.JSONDecodeError:
+            knobs[key] = value
+    return knobs
+
+
+def run(args) -> int:
+    from memarch.benchmarks import get_benchmark
+    from memarch.benchmarks.landscape_build import build, plan_build, sharing_summary
+    from memarch.pipeline.resources import Resources
+
+    shard = parse_shard(args.shard)
+    for opt in ("sample", "context_budget", "limit"):
+        value = getattr(args, opt)
+        if value is not None and value < 1:
+            raise MemarchError(f"--{opt.replace('_', '-')} must be at least 1, not {value}")
+    if args.data is not None and args.benchmark == "generated":
+        raise MemarchError("--data is for locomo and babi; generated needs none")
+    out = Path(args.out)
+    if out.is_dir():
+        raise MemarchError(f"--out {out}: is a directory (expected a file path)")
+    knobs = {"seed": args.seed, **parse_knobs(args.knob)}
+    if args.split_by is not None:
+        knobs["split_by"] = args.split_by
+    resources = Resources()
+    if args.embedder:
+        from memarch.pipeline.embed import Embedder
+
+        resources = Resources(embedder=Embedder(args.embedder))
+    bench = get_benchmark(args.benchmark, args.data, **knobs)
+    plan = plan_build(bench, resources=resources, budget_tokens=args.context_budget, sample=args.sample,
+                      seed=args.seed, limit=args.limit, knobs=knobs)
+    already = out.exists() and not (out.parent / f"{out.name}.parts").exists()
+    land = build(plan, out, shard=shard, progress=not args.quiet)
+    if already:
+        print(f"{out}: built already with these settings; nothing to do")
+        return 0
+    b = land.meta["build"]
+    what = f"shard {b['shard']} " if shard else ""
+    print(f"wrote {what}{out} ({out.stat().st_size / 1e6:.1f} MB): {len(land)} rows "
+          f"({len(land) - 1 if 'none' in land else len(land)} architectures of {land.meta['sample']['space']}), "
+          f"{sum(land.meta['queries'].values())} questions "
+          f"({', '.join(f'{k} {v}' for k, v in land.meta['queries'].items())})")
+    print(f"{b['units']} units ({b['units_resumed']} resumed) in {b['wall_s']:.0f} s")
+    print(sharing_summary(land))
+    if land.meta["missing"]:
+        sys.stderr.write(f"partial: {len(land.meta['missing'])} planned architectures are in other shards; "
+                         "join the shards with `memarch landscape merge`\n")
+    return 0
