@@ -169,8 +169,9 @@ def test_reads_are_reused_only_where_memories_are_equal(bench, hash_res, tmp_pat
         assert land.arrays["group"][land.index(archs[1])] != land.arrays["group"][land.index(archs[0])]
         for arch in archs[1:]:
             for split in ("search", "test"):
-                _assert_same(evaluate(arch, bench, split=split, resources=hash_res), land.result(arch, split,
-                                                                                                 "answer_recall"))
+                for objective in land.objectives:
+                    _assert_same(evaluate(arch, bench, split=split, resources=hash_res, objective=objective),
+                                 land.result(arch, split, objective))
 
 
 def test_save_load_round_trip_and_foreign_files(land, tmp_path):
@@ -297,7 +298,9 @@ def test_locomo_landscape_equals_live_evaluate(data_dir, resources, tmp_path):
     land = build(plan_build(bench, resources=resources, architectures=archs, presets=False),
                  tmp_path / "locomo.npz", progress=False)
     assert land.meta["data"]["sha256"] and land.meta["queries"]["test"] > 0
+    assert "answer_span" in land.objectives
     for arch in archs[1:2] + archs[3:] + [None]:
         for split in ("search", "test"):
-            _assert_same(evaluate(arch, bench, split=split, resources=resources),
-                         land.result(arch, split, "answer_recall"))
+            for objective in ("answer_span", "answer_recall"):
+                _assert_same(evaluate(arch, bench, split=split, resources=resources, objective=objective),
+                             land.result(arch, split, objective))
