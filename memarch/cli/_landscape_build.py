@@ -22,7 +22,8 @@ def add_arguments(p) -> None:
     p.add_argument("--sample", type=int, default=None,
                    help="a seeded sample of N architectures (plus every preset) instead of the whole space")
     p.add_argument("--seed", type=int, default=0, help="split seed (and generation seed for generated), and the sample's seed")
-    p.add_argument("--split-by", default=None, help="question (default) or the benchmark's other split rules")
+    p.add_argument("--split-by", choices=("question", "dialogue"), default=None,
+                   help="question, or dialogue (default when the benchmark has >= 6 dialogues)")
     p.add_argument("--context-budget", type=int, default=200, help="context budget B in words (default 200; top_k = B/10)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (quick builds)")
     p.add_argument("--shard", default=None, metavar="I/N", help="build only shard I of N (1-based)")
