@@ -183,8 +183,15 @@ class AttributionProposer:
         return arch
 
     def _any_untried(self, ctx: ProposalContext, taken: set[str], inert: set[str] = frozenset()) -> Edit | None:
-        """Restart from the Pareto front when every neighbour of the champion and leader is tried."""
-        for r in ctx.front:
+        """When every neighbour of the champion and the leader is tried: restart from the Pareto
+        front, then from every evaluated architecture, best first (a best-first local search)."""
+        seen: set[str] = set()
+        ranked = sorted(ctx.history.records, key=lambda r: (-r.objective, r.cost, r.number))
+        for r in [*ctx.front, *ranked]:
+            key = r.architecture.key()
+            if key in seen:
+                continue
+            seen.add(key)
             e = self._explore(ctx, r.architecture, taken, inert)
             if e is not None:
                 return e
