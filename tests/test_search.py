@@ -110,7 +110,7 @@ def test_guided_diagnoses_and_keeps_a_ledger(space):
     assert g["primary_signal"] in ("encode", "store", "retrieve", "manage") and g["evidence_ids"]
     assert sum(art["diagnosis"]["histogram"].values()) > 0 and art["pareto_front"]
     ledger = Ledger.from_history(history)
-    assert {e.status for e in ledger.entries} <= {"active", "pending", "refuted"} and ledger.entries
+    assert {e.status for e in ledger.entries} <= {"active", "pending", "refuted", "inert"} and ledger.entries
     # dead ends are never proposed again: a refuted edit appears once per condition
     seen = [(e.condition, e.edit) for e in ledger.entries]
     assert len(seen) == len(set(seen))
@@ -245,3 +245,25 @@ def test_bruteforce_enumerates_the_valid_space_once(space):
     metric = SyntheticMetric(n_queries=10)
     search, study, history = _run("bruteforce", space, metric, budget=30)
     assert len(history.tried()) == 30 == len(metric.calls) and not search.invalid
+
+
+def test_edits_that_change_no_outcome_are_inert_dead_ends(space):
+    from memarch.optimizers.guided.ledger import INERT
+    from memarch.pipeline.trial import QueryOutcome, TrialResult
+
+    def rec(n, arch, scores, edit="", parent=""):
+        outs = [QueryOutcome(f"q{i}", s, s >= 0.5) for i, s in enumerate(scores)]
+        res = TrialResult(arch, "synthetic", "search", sum(scores) / len(scores), outcomes=outs)
+        return TrialRecord(n, arch, res.objective, 0.0, res, edit=edit, parent=parent)
+
+    base = Architecture(("tip",), "json", "hybrid", "lightweight")
+    same = [1.0, 0.0, 1.0, 0.0]
+    h = History([rec(0, base, same),
+                 rec(1, base.replace(store="vector"), same, "store: json -> vector", base.key()),
+                 rec(2, base.replace(store="hybrid"), same, "store: json -> hybrid", base.key()),
+                 rec(3, base.replace(manage="json_full"), same, "manage: lightweight -> json_full", base.key()),
+                 rec(4, base.replace(retrieve="mmr"), [1.0, 1.0, 1.0, 0.0], "retrieve: hybrid -> mmr", base.key())])
+    ledger = Ledger.from_history(h)
+    assert [e.status for e in ledger.entries] == [INERT, INERT, INERT, "pending"]
+    assert "store: json -> vector" in ledger.dead_ends() and "retrieve: hybrid -> mmr" not in ledger.dead_ends()
+    assert ledger.inert_fields() == {"store"}  # two inert store edits; one manager edit is not enough
