@@ -46,3 +46,21 @@ def resources(real_embedder, tmp_path):
     from memarch.pipeline.resources import Resources
 
     return Resources(embedder=real_embedder, cache_dir=tmp_path)
+
+
+@pytest.fixture(scope="module")
+def hash_res(tmp_path_factory):
+    """`hash_resources` shared by a module's tests (its caches make later builds cheap)."""
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.resources import Resources
+
+    cache = tmp_path_factory.mktemp("cache")
+    return Resources(embedder=Embedder("hash", cache_dir=cache), cache_dir=cache)
+
+
+@pytest.fixture(scope="module")
+def small_generated():
+    """A two-conversation generated benchmark: enough for landscapes and replays in seconds."""
+    from memarch.benchmarks import get_benchmark
+
+    return get_benchmark("generated", conversations=2, sessions=3)

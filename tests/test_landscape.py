@@ -23,13 +23,11 @@ from memarch.cli import main
 from memarch.modules.managers.lightweight import LightweightManager
 from memarch.modules.stores.vector import VectorStore
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.embed import Embedder
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.evaluate import evaluate
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.registry import REGISTRY, ensure_modules_loaded, register
-from memarch.pipeline.resources import Resources
 from memarch.pipeline.space import ArchitectureSpace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,14 +44,8 @@ def _valid(archs):
 
 
 @pytest.fixture(scope="module")
-def hash_res(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    return Resources(embedder=Embedder("hash", cache_dir=cache), cache_dir=cache)
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return get_benchmark("generated", **KNOBS)
+def bench(small_generated):
+    return small_generated
 
 
 @pytest.fixture(scope="module")

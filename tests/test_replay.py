@@ -9,28 +9,16 @@ import math
 import numpy as np
 import pytest
 
-from memarch.benchmarks import get_benchmark
 from memarch.benchmarks.landscape_build import build, plan_build
 from memarch.cli import main
 from memarch.optimizers.presets import warm_start_architectures
 from memarch.optimizers.replay import Replay, parse_strategy
 from memarch.optimizers.replay_report import bootstrap_ci, ratio_ci
-from memarch.pipeline.embed import Embedder
 from memarch.pipeline.evaluate import evaluate
-from memarch.pipeline.resources import Resources
-
-KNOBS = {"conversations": 2, "sessions": 3}
-
 
 @pytest.fixture(scope="module")
-def hash_res(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    return Resources(embedder=Embedder("hash", cache_dir=cache), cache_dir=cache)
-
-
-@pytest.fixture(scope="module")
-def bench():
-    return get_benchmark("generated", **KNOBS)
+def bench(small_generated):
+    return small_generated
 
 
 @pytest.fixture(scope="module")
