@@ -267,3 +267,34 @@ def test_edits_that_change_no_outcome_are_inert_dead_ends(space):
     assert [e.status for e in ledger.entries] == [INERT, INERT, INERT, "pending"]
     assert "store: json -> vector" in ledger.dead_ends() and "retrieve: hybrid -> mmr" not in ledger.dead_ends()
     assert ledger.inert_fields() == {"store"}  # two inert store edits; one manager edit is not enough
+    assert ledger.moved_fields() == {"retrieve"}  # the one edit that changed an outcome
+
+
+def test_multi_module_edits_name_every_module_and_skip_inert_ones(space):
+    from memarch.optimizers.guided.edits import Edit
+    from memarch.optimizers.guided.proposer import AttributionProposer
+
+    base = Architecture(("tip",), "json", "hybrid", "lightweight")
+    e = Edit("retrieve", "hybrid", "graph", base, 1.0, extra="store: json -> graph")
+    assert e.text == "retrieve: hybrid -> graph; store: json -> graph" and e.fields == {"retrieve", "store"}
+    # a planned round edits the leader and never an inert module (store, shown inert twice)
+    from memarch.pipeline.trial import QueryOutcome, TrialResult
+
+    def rec(n, arch, scores, edit="", parent=""):
+        outs = [QueryOutcome(f"q{i}", s, s >= 0.5, attribution="retrieve" if s < 0.5 else None) for i, s in enumerate(scores)]
+        res = TrialResult(arch, "synthetic", "search", sum(scores) / len(scores), outcomes=outs)
+        return TrialRecord(n, arch, res.objective, 0.0, res, edit=edit, parent=parent)
+
+    same = [1.0, 0.0, 1.0, 0.0]
+    best = base.replace(retrieve="mmr")
+    h = History([rec(0, base, same),
+                 rec(1, base.replace(store="vector"), same, "store: json -> vector", base.key()),
+                 rec(2, base.replace(store="hybrid"), same, "store: json -> hybrid", base.key()),
+                 rec(3, best, [1.0, 1.0, 1.0, 0.0], "retrieve: hybrid -> mmr", base.key())])
+    planner = RoundPlanner(k=3)
+    props = planner.plan(h, space, k=3)
+    art = planner.artifacts()
+    assert props and art["leader"] == best.key() and art["inert_modules"] == ["store"]
+    for p in props:
+        if p.role == "exploit":
+            assert p.architecture.store == best.store, p.edit

@@ -17,10 +17,17 @@ class Edit:
     after: str
     architecture: Architecture  # the valid result
     support: float  # how well the observations back the new choice
+    extra: str = ""  # the other modules a rule made it change ("store: json -> graph; ..."), if any
 
     @property
     def text(self) -> str:
-        return f"{self.field}: {self.before} -> {self.after}"
+        head = f"{self.field}: {self.before} -> {self.after}"
+        return f"{head}; {self.extra}" if self.extra else head
+
+    @property
+    def fields(self) -> set[str]:
+        """Every module the edit changes (a rule may drag others along)."""
+        return {self.field} | {part.split(":", 1)[0].strip() for part in self.extra.split(";") if part.strip()}
 
 
 def _enc(arch: Architecture) -> str:
@@ -68,7 +75,8 @@ def candidate_edits(space: ArchitectureSpace, arch: Architecture, field: str, ob
                 continue
             new = with_choice(space, arch, field, value)
             if new is not None:
-                out.append(Edit(field, getattr(arch, field), value, new, obs.support(field, value)))
+                others = "; ".join(p for p in describe(arch, new).split("; ") if not p.startswith(f"{field}:"))
+                out.append(Edit(field, getattr(arch, field), value, new, obs.support(field, value), others))
     return sorted(out, key=lambda e: (-e.support, e.text))
 
 

@@ -70,6 +70,11 @@ class Ledger:
             self.__dict__["_dead"] = cached
         return cached[1]
 
+    def moved_fields(self) -> set[str]:
+        """Modules at least one one-module edit of which changed an outcome."""
+        return {e.edit.split(":", 1)[0] for e in self.entries
+                if ";" not in e.edit and e.status != INERT and "parent_trial" in e.evidence}
+
     def inert_fields(self, min_evidence: int = 2) -> set[str]:
         """Modules whose one-module edits have all changed nothing measured (at least
         ``min_evidence`` of them, none that changed an outcome): trials spent there are wasted, so

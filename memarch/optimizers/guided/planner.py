@@ -52,16 +52,16 @@ class RoundPlanner:
         if not history.records:
             return []
         champion = select_champion(history, self.alpha)
-        leader = history.best()
+        leader = history.best()  # the round edits the leader; the champion guards what is kept
         obs = Observations.from_history(history, space.encoders)
         ledger = Ledger.from_history(history, self.alpha)
         front = pareto_front(history.records)
-        diagnosis = diagnose(champion.result)
-        tried, dead = history.tried() | set(taken or ()), ledger.dead_ends()
+        diagnosis = diagnose(leader.result)
+        tried, dead, inert = history.tried() | set(taken or ()), ledger.dead_ends(), ledger.inert_fields()
         actions = {}
         for field in ("encode", "store", "retrieve", "manage"):
-            for e in candidate_edits(space, champion.architecture, field, obs):
-                if e.architecture.key() not in tried and e.text not in dead:
+            for e in candidate_edits(space, leader.architecture, field, obs):
+                if e.architecture.key() not in tried and e.text not in dead and not e.fields & inert:
                     actions[field] = e.text
                     break
         gradient = self.diagnoser(diagnosis, actions)
@@ -72,6 +72,7 @@ class RoundPlanner:
             logger.info("guided: every neighbour of the front is tried; the next trials come from the fallback sampler")
         self._last = {"diagnosis": diagnosis.to_dict(), "gradient": gradient.model_dump(),
                       "ledger": ledger.to_dict(), "champion": champion.architecture.key(),
+                      "leader": leader.architecture.key(), "inert_modules": sorted(inert),
                       "observations": obs.to_dict(),
                       "pareto_front": [{"architecture": r.architecture.key(), "objective": r.objective,
                                         "cost": r.cost} for r in front],

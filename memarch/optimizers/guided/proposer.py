@@ -44,6 +44,15 @@ class ProposalContext:
             self.__dict__["_tried"] = self.history.tried() | self.taken
         return self.__dict__["_tried"]
 
+    def matters(self, field: str) -> bool:
+        """Evidence that a module changes outcomes: failures the diagnosis attributes to it, an edit of
+        it that moved an outcome, or (encoders) a presence that moves the mean objective."""
+        if self.diagnosis.histogram.get(field, 0) > 0 or field in self.ledger.moved_fields():
+            return True
+        if field == "encode":
+            return any(abs(self.observations.encoder_effect(e)) > 1e-9 for e in self.space.encoders)
+        return False
+
     def edits(self, base: Architecture, field: str) -> list[Edit]:
         """Every valid one-step edit of ``field`` from ``base``, best supported first (memoised for
         the round: the observations do not change within it)."""
@@ -78,25 +87,32 @@ class AttributionProposer:
     def propose(self, ctx: ProposalContext, k: int, taken: set[str] | None = None) -> list[Proposal]:
         taken = set(taken or ())
         out: list[Proposal] = []
-        champ = ctx.champion.architecture
+        # Edits start from the leader (best search score): the search objective is measured, not
+        # sampled, and the champion's sign-test guard only decides what is kept (the finalists).
+        champ = ctx.leader.architecture
         inert = ctx.ledger.inert_fields()
         n_exploit = max(1, k - 1) if k > 1 else 1
         for field in self._exploit_fields(ctx, n_exploit, inert):
-            edits = ctx.untried_edits(champ, field, taken)
+            edits = [e for e in ctx.untried_edits(champ, field, taken) if not e.fields & inert]
             if edits:
                 e = edits[0]
                 out.append(self._proposal(e, "exploit", champ, f"{ctx.diagnosis.histogram.get(field, 0)} failures"))
                 taken.add(e.architecture.key())
         if len(out) < k:
-            joint = self._joint_best(ctx, taken)
+            joint = self._joint_best(ctx, taken, inert)
             if joint is not None:
                 out.append(Proposal(joint, role="exploit", edit=describe(champ, joint), parent=champ.key(),
                                     reason="best-supported choice of every module, jointly"))
                 taken.add(joint.key())
-        explore_base = ctx.leader.architecture if ctx.leader.architecture.key() != champ.key() else champ
+        explore_base = champ
+        # Explore first where there is evidence a module matters (failures attributed to it, an edit of
+        # it that moved an outcome, encoders whose presence moves the mean); modules with none — often
+        # store and manager LM-free — come after, and modules shown inert last.
+        silent = inert | {f for f in ("encode", "store", "retrieve", "manage") if not ctx.matters(f)}
         while len(out) < k:
-            e = (self._explore(ctx, explore_base, taken, inert) or self._explore(ctx, champ, taken, inert)
-                 or self._any_untried(ctx, taken, inert) or self._any_untried(ctx, taken))
+            e = (self._explore(ctx, explore_base, taken, silent) or self._explore(ctx, explore_base, taken, inert)
+                 or self._any_untried(ctx, taken, silent) or self._any_untried(ctx, taken, inert)
+                 or self._any_untried(ctx, taken))
             if e is None:
                 break
             out.append(self._proposal(e, "explore", explore_base, "least observed choice"))
@@ -135,6 +151,8 @@ class AttributionProposer:
             if field in inert:
                 continue
             for e in ctx.untried_edits(base, field, taken):
+                if e.fields & inert:
+                    continue  # a rule would drag an inert module along: nothing to learn there
                 if field == "encode":
                     added = set(e.architecture.encode) - set(base.encode)
                     if not added:
@@ -149,15 +167,17 @@ class AttributionProposer:
 
 
     @staticmethod
-    def _joint_best(ctx: ProposalContext, taken: set[str]) -> Architecture | None:
+    def _joint_best(ctx: ProposalContext, taken: set[str], inert: set[str] = frozenset()) -> Architecture | None:
         """The combination of the individually best-supported observed choices: the champion with
         every module set to its best-supported value (encoders: the champion's set plus encoders
         whose with/without effect is positive, minus those whose effect is negative), kept valid.
         None when it is already tried, taken, or a refuted edit."""
-        obs, champ = ctx.observations, ctx.champion.architecture
+        obs, champ = ctx.observations, ctx.leader.architecture
         arch = champ
         for field, menu in (("store", ctx.space.stores), ("retrieve", ctx.space.retrievers),
                             ("manage", ctx.space.managers)):
+            if field in inert:
+                continue  # keep the leader's value: the module changes nothing measured
             seen = [v for v in menu if obs.count(field, v) > 0]
             if not seen:
                 continue
@@ -175,7 +195,7 @@ class AttributionProposer:
         if ctx.space.is_valid(cand):
             arch = cand
         arch = arch.canonical()
-        if not ctx.space.is_valid(arch):
+        if not ctx.space.is_valid(arch) or any(getattr(arch, f) != getattr(champ, f) for f in inert if f != "encode"):
             return None
         key = arch.key()
         if key in ctx.tried() or key in taken or describe(champ, arch) in ctx.ledger.dead_ends():
@@ -219,7 +239,7 @@ class LMProposer(dspy.Module):
         history = "\n".join(f"{r.architecture.key()}  objective={r.objective:.4f} cost={r.cost:.0f}" for r in rows)
         with dspy.context(lm=self.lm, adapter=dspy.JSONAdapter()):
             pred = self.predict(menus=menus, rules=list(RULES.values()) + ([note] if note else []),
-                                champion=ctx.champion.architecture.key(), gradient=ctx.gradient,
+                                champion=ctx.leader.architecture.key(), gradient=ctx.gradient,
                                 history=history, ledger=ctx.ledger.summary(),
                                 pareto_front=[f"{r.architecture.key()} ({r.objective:.4f}, {r.cost:.0f})"
                                               for r in ctx.front[:8]], k=k)
@@ -258,12 +278,12 @@ class LMProposer(dspy.Module):
                 self.dropped.append({"architecture": arch.key(), "why": "already evaluated or queued"})
                 continue
             taken.add(arch.key())
-            edit = describe(ctx.champion.architecture, arch)
+            edit = describe(ctx.leader.architecture, arch)
             if edit in dead:
                 logger.info("LM proposal %s repeats the refuted edit %r; dropped", arch.key(), edit)
                 self.dropped.append({"architecture": arch.key(), "why": f"refuted edit {edit!r}"})
                 continue
-            out.append(Proposal(arch, role="lm", edit=edit, parent=ctx.champion.architecture.key(),
+            out.append(Proposal(arch, role="lm", edit=edit, parent=ctx.leader.architecture.key(),
                                 reason=p.rationale[:200]))
             if len(out) >= k:
                 break
