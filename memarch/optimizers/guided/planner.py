@@ -13,7 +13,8 @@ from memarch.optimizers.guided.edits import candidate_edits
 from memarch.optimizers.guided.ledger import Ledger
 from memarch.optimizers.guided.observations import Observations
 from memarch.optimizers.guided.pareto import pareto_front
-from memarch.optimizers.guided.proposer import AttributionProposer, LMProposer, ProposalContext
+from memarch.optimizers.guided.lm_proposer import LMProposer
+from memarch.optimizers.guided.proposer import AttributionProposer, ProposalContext
 
 if TYPE_CHECKING:
     from memarch.optimizers.history import History
