@@ -151,9 +151,12 @@ class AttributionProposer:
                     continue  # a rule would drag an inert module along: nothing to learn there
                 if field == "encode":
                     added = set(e.architecture.encode) - set(base.encode)
-                    if not added:
-                        continue  # a pure removal explores nothing new
-                    n = min(ctx.observations.count("encode", a) for a in added)
+                    if added:
+                        n = min(ctx.observations.count("encode", a) for a in added)
+                    else:  # a leave-one-out ablation: under a context budget one encoder's items
+                        # can crowd out another's answers; new while that encoder set is unseen
+                        kept = set(e.architecture.encode)
+                        n = sum(1 for r in ctx.history.records if set(r.architecture.encode) == kept)
                 else:
                     n = ctx.observations.count(field, e.after)
                 key = (n, -e.support, e.text)
