@@ -298,3 +298,22 @@ def test_multi_module_edits_name_every_module_and_skip_inert_ones(space):
     for p in props:
         if p.role == "exploit":
             assert p.architecture.store == best.store, p.edit
+
+
+def test_explore_ablates_one_encoder_of_the_leader(space):
+    """Under a context budget one encoder's items can crowd out another's answers, so exploring
+    includes leave-one-out ablations of the leader's encoders, not only additions."""
+    from memarch.pipeline.trial import QueryOutcome, TrialResult
+
+    def rec(n, arch, scores):
+        outs = [QueryOutcome(f"q{i}", s, s >= 0.5, attribution="retrieve" if s < 0.5 else None)
+                for i, s in enumerate(scores)]
+        res = TrialResult(arch, "synthetic", "search", sum(scores) / len(scores), outcomes=outs)
+        return TrialRecord(n, arch, res.objective, 0.0, res)
+
+    leader = Architecture(("tip", "trajectory"), "json", "hybrid", "lightweight")
+    h = History([rec(0, leader, [1.0, 1.0, 0.0, 0.0]),
+                 rec(1, leader.replace(retrieve="mmr"), [1.0, 0.0, 0.0, 0.0])])
+    props = RoundPlanner(k=30).plan(h, space, k=30)  # a round wide enough to reach every explore tier
+    ablations = [p for p in props if p.role == "explore" and set(p.architecture.encode) < set(leader.encode)]
+    assert ablations, [p.edit for p in props]
