@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 def plot_curves(curves: dict[str, list[list[float]]], path: str | Path, *, target: float | None = None,
@@ -33,6 +34,13 @@ def plot_curves(curves: dict[str, list[list[float]]], path: str | Path, *, targe
     ax.set_ylabel("best-so-far search objective")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Lay out, write (creating the folder) and close a matplotlib figure."""
+    import matplotlib.pyplot as plt
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()

@@ -194,12 +194,9 @@ class ReplayReport:
         ax2.set_ylabel(f"share of seeds with a top-{self.table_.n_top} architecture")
         fig.suptitle(f"replay on {self.table_.landscape.benchmark} ({len(self.table_.rows)} architectures); "
                      f"dotted: budget {rp.budget}", fontsize=9)
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return path
+        from memarch.optimizers.curves import save_figure
+
+        return save_figure(fig, path)
 
 
 def _ci(v: tuple[float, float, float], digits: int) -> str:
