@@ -153,7 +153,8 @@ class ReplayReport:
             shown = {k: v for k, v in r["counts"].items() if v and k not in ("evaluated", "rounds")}
             extra = f"; stopped early in {r['stopped']} runs" if r["stopped"] else ""
             lines.append(f"{r['strategy']}: {r['distinct_picks']} distinct picks, {r['picks_top_share']:.0%} of "
-                         f"picks in the top; " + ", ".join(f"{k} {v}" for k, v in sorted(shown.items())) + extra)
+                         f"picks in the top; " + (", ".join(f"{k} {v}" for k, v in sorted(shown.items()))
+                                                   or "no invalid draws, repeats, failures or fallbacks") + extra)
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
