@@ -62,8 +62,9 @@ def goal(report) -> list[str]:
     guided = rows.get("guided")
     if guided:
         m, lo, hi = guided["captured_gain"]
-        out.append(f"captured gain (guided, median): {m:.2f} [{lo:.2f}, {hi:.2f}] -> "
-                   f"{'MET' if m >= 0.8 else 'NOT MET'} (goal >= 0.80)")
+        verdict = ("NOT MEANINGFUL (the gap is within noise)" if g["within_noise"]
+                   else "MET" if m >= 0.8 else "NOT MET")
+        out.append(f"captured gain (guided, median): {m:.2f} [{lo:.2f}, {hi:.2f}] -> {verdict} (goal >= 0.80)")
     for other, (m, lo, hi) in report.ratios("guided").items():
         if other not in ("random", "tpe"):
             continue
