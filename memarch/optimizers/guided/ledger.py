@@ -70,28 +70,28 @@ class Ledger:
             self.__dict__["_dead"] = cached
         return cached[1]
 
+    def _measured_one_module_edits(self) -> list[tuple[str, str]]:
+        """(module, status) of every one-module edit measured against its parent."""
+        out = []
+        for e in self.entries:
+            field = e.edit.split(":", 1)[0]
+            if ";" not in e.edit and "parent_trial" in e.evidence and field in FIELDS:
+                out.append((field, e.status))
+        return out
+
     def moved_fields(self) -> set[str]:
         """Modules at least one one-module edit of which changed an outcome."""
-        return {e.edit.split(":", 1)[0] for e in self.entries
-                if ";" not in e.edit and e.status != INERT and "parent_trial" in e.evidence}
+        return {f for f, status in self._measured_one_module_edits() if status != INERT}
 
     def inert_fields(self, min_evidence: int = 2) -> set[str]:
         """Modules whose one-module edits have all changed nothing measured (at least
         ``min_evidence`` of them, none that changed an outcome): trials spent there are wasted, so
-        the proposer leaves them for last."""
-        inert: dict[str, int] = {}
-        moved: dict[str, int] = {}
-        for e in self.entries:
-            if ";" in e.edit or e.status == PENDING and "parent_trial" not in e.evidence:
-                continue
-            field = e.edit.split(":", 1)[0]
-            if field not in FIELDS:
-                continue
-            if e.status == INERT:
-                inert[field] = inert.get(field, 0) + 1
-            else:
-                moved[field] = moved.get(field, 0) + 1
-        return {f for f, n in inert.items() if n >= min_evidence and not moved.get(f)}
+        the proposer never edits them again."""
+        counts: dict[str, int] = {}
+        for f, status in self._measured_one_module_edits():
+            if status == INERT:
+                counts[f] = counts.get(f, 0) + 1
+        return {f for f, n in counts.items() if n >= min_evidence} - self.moved_fields()
 
     def is_dead_end(self, edit: str) -> bool:
         return edit in self.dead_ends()

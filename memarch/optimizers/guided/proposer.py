@@ -40,6 +40,16 @@ class ProposalContext:
             self.__dict__["_tried"] = self.history.tried() | self.taken
         return self.__dict__["_tried"]
 
+    def encoder_set_count(self, encoders: set[str]) -> int:
+        """How many evaluated architectures have exactly this set of encoders (memoised)."""
+        if "_encoder_sets" not in self.__dict__:
+            counts: dict[frozenset[str], int] = {}
+            for r in self.history.records:
+                key = frozenset(r.architecture.encode)
+                counts[key] = counts.get(key, 0) + 1
+            self.__dict__["_encoder_sets"] = counts
+        return self.__dict__["_encoder_sets"].get(frozenset(encoders), 0)
+
     def matters(self, field: str) -> bool:
         """Evidence that a module changes outcomes: failures the diagnosis attributes to it, an edit of
         it that moved an outcome, or (encoders) a presence that moves the mean objective."""
@@ -68,12 +78,13 @@ class ProposalContext:
 class AttributionProposer:
     """Deterministic, LM-free proposals.
 
-    Roles: ``exploit`` edits the champion towards the best-supported untried choice of the modules
+    Roles: ``exploit`` edits the leader towards the best-supported untried choice of the modules
     the failures point at (slots shared in proportion to attributed failures, the gradient's module
     first), plus a joint move setting every module to its best-supported observed choice when that
-    combination is untried (it takes the explore slot of that round); ``explore`` takes the least-observed choice of any module around the leader (else the
-    champion; encoder removals are not exploration), and restarts from the Pareto front when every
-    neighbour is tried.
+    combination is untried (it takes the explore slot of that round); ``explore`` takes the
+    least-observed choice around the leader (for encoders also leave-one-out ablations), modules
+    with evidence that they matter first, and restarts from the Pareto front when every neighbour
+    is tried. Modules shown inert are never edited.
 
     Example::
 
@@ -85,33 +96,32 @@ class AttributionProposer:
         out: list[Proposal] = []
         # Edits start from the leader (best search score): the search objective is measured, not
         # sampled, and the champion's sign-test guard only decides what is kept (the finalists).
-        champ = ctx.leader.architecture
+        leader = ctx.leader.architecture
         inert = ctx.ledger.inert_fields()
         n_exploit = max(1, k - 1) if k > 1 else 1
         for field in self._exploit_fields(ctx, n_exploit, inert):
-            edits = [e for e in ctx.untried_edits(champ, field, taken) if not e.fields & inert]
+            edits = [e for e in ctx.untried_edits(leader, field, taken) if not e.fields & inert]
             if edits:
                 e = edits[0]
-                out.append(self._proposal(e, "exploit", champ, f"{ctx.diagnosis.histogram.get(field, 0)} failures"))
+                out.append(self._proposal(e, "exploit", leader, f"{ctx.diagnosis.histogram.get(field, 0)} failures"))
                 taken.add(e.architecture.key())
         if len(out) < k:
             joint = self._joint_best(ctx, taken, inert)
             if joint is not None:
-                out.append(Proposal(joint, role="exploit", edit=describe(champ, joint), parent=champ.key(),
+                out.append(Proposal(joint, role="exploit", edit=describe(leader, joint), parent=leader.key(),
                                     reason="best-supported choice of every module, jointly"))
                 taken.add(joint.key())
-        explore_base = champ
         # Explore first where there is evidence a module matters (failures attributed to it, an edit of
         # it that moved an outcome, encoders whose presence moves the mean); modules with none — often
         # store and manager LM-free — come after, and modules shown inert last.
         silent = inert | {f for f in ("encode", "store", "retrieve", "manage") if not ctx.matters(f)}
         while len(out) < k:
-            e = (self._explore(ctx, explore_base, taken, silent) or self._explore(ctx, explore_base, taken, inert)
+            e = (self._explore(ctx, leader, taken, silent) or self._explore(ctx, leader, taken, inert)
                  or self._any_untried(ctx, taken, silent) or self._any_untried(ctx, taken, inert)
                  or self._any_untried(ctx, taken))
             if e is None:
                 break
-            out.append(self._proposal(e, "explore", explore_base, "least observed choice"))
+            out.append(self._proposal(e, "explore", leader, "least observed choice"))
             taken.add(e.architecture.key())
         return out
 
@@ -155,8 +165,7 @@ class AttributionProposer:
                         n = min(ctx.observations.count("encode", a) for a in added)
                     else:  # a leave-one-out ablation: under a context budget one encoder's items
                         # can crowd out another's answers; new while that encoder set is unseen
-                        kept = set(e.architecture.encode)
-                        n = sum(1 for r in ctx.history.records if set(r.architecture.encode) == kept)
+                        n = ctx.encoder_set_count(set(e.architecture.encode))
                 else:
                     n = ctx.observations.count(field, e.after)
                 key = (n, -e.support, e.text)
@@ -167,12 +176,12 @@ class AttributionProposer:
 
     @staticmethod
     def _joint_best(ctx: ProposalContext, taken: set[str], inert: set[str] = frozenset()) -> Architecture | None:
-        """The combination of the individually best-supported observed choices: the champion with
-        every module set to its best-supported value (encoders: the champion's set plus encoders
-        whose with/without effect is positive, minus those whose effect is negative), kept valid.
-        None when it is already tried, taken, or a refuted edit."""
-        obs, champ = ctx.observations, ctx.leader.architecture
-        arch = champ
+        """The combination of the individually best-supported observed choices: the leader with
+        every module but the inert ones set to its best-supported value (encoders: the leader's set
+        plus encoders whose with/without effect is positive, minus those whose effect is negative),
+        kept valid. None when it is already tried, taken, or a refuted edit."""
+        obs, leader = ctx.observations, ctx.leader.architecture
+        arch = leader
         for field, menu in (("store", ctx.space.stores), ("retrieve", ctx.space.retrievers),
                             ("manage", ctx.space.managers)):
             if field in inert:
@@ -180,7 +189,7 @@ class AttributionProposer:
             seen = [v for v in menu if obs.count(field, v) > 0]
             if not seen:
                 continue
-            best = max(seen, key=lambda v: (obs.support(field, v), v == getattr(champ, field)))
+            best = max(seen, key=lambda v: (obs.support(field, v), v == getattr(leader, field)))
             if best != getattr(arch, field):
                 arch = with_choice(ctx.space, arch, field, best) or arch
         enc = set(arch.encode)
@@ -194,15 +203,15 @@ class AttributionProposer:
         if ctx.space.is_valid(cand):
             arch = cand
         arch = arch.canonical()
-        if not ctx.space.is_valid(arch) or any(getattr(arch, f) != getattr(champ, f) for f in inert if f != "encode"):
+        if not ctx.space.is_valid(arch) or any(getattr(arch, f) != getattr(leader, f) for f in inert if f != "encode"):
             return None
         key = arch.key()
-        if key in ctx.tried() or key in taken or describe(champ, arch) in ctx.ledger.dead_ends():
+        if key in ctx.tried() or key in taken or describe(leader, arch) in ctx.ledger.dead_ends():
             return None
         return arch
 
     def _any_untried(self, ctx: ProposalContext, taken: set[str], inert: set[str] = frozenset()) -> Edit | None:
-        """When every neighbour of the champion and the leader is tried: restart from the Pareto
+        """When every neighbour of the leader is tried: restart from the Pareto
         front, then from every evaluated architecture, best first (a best-first local search)."""
         seen: set[str] = set()
         ranked = sorted(ctx.history.records, key=lambda r: (-r.objective, r.cost, r.number))
