@@ -147,28 +147,3 @@ def test_dialogue_split_keeps_test_conversations_out_of_the_search_memory():
     assert get_benchmark("generated", conversations=4, sessions=3).split_by == "question"
     q = get_benchmark("generated", conversations=8, sessions=3, split_by="question")
     assert {d.namespace for d in q.split("test").dialogues} & {d.namespace for d in q.split("search").dialogues}
-
-
-def test_waiting_for_other_workers_is_not_being_stuck():
-    """Trials pruned because other workers hold the budget's last slots do not count as a stuck
-    strategy (a slow peer must not stop the study); the wait is bounded by time instead."""
-    from types import SimpleNamespace
-
-    from optuna.trial import TrialState
-
-    from memarch.optimizers.callbacks import StopWhenStuck
-
-    stops = []
-    study = SimpleNamespace(stop=lambda: stops.append(1))
-    waiting = SimpleNamespace(state=TrialState.PRUNED, user_attrs={"over_budget": True})
-    invalid = SimpleNamespace(state=TrialState.PRUNED, user_attrs={"invalid": "rule"})
-    rule = StopWhenStuck(3)
-    for _ in range(50):
-        rule(study, waiting)
-    assert not stops and rule.run == 0
-    for _ in range(3):
-        rule(study, invalid)
-    assert stops and "nothing new" in rule.reason
-    timed = StopWhenStuck(3, wait_s=0.0)
-    timed(study, waiting)
-    assert "waited" in timed.reason

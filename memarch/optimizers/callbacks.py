@@ -4,7 +4,6 @@ new (invalid draws, repeats). Each records why it stopped the study, for one cle
 from __future__ import annotations
 
 import logging
-import time
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -73,29 +72,20 @@ class StopOnFailures(StopRule):
 
 class StopWhenStuck(StopRule):
     """Bound the trials that evaluate nothing new: ``limit`` in a row (invalid draws, repeats of
-    evaluated architectures) stop the study — the sampler is asked again each time, but not forever.
-    A trial pruned because other workers hold the budget's last slots is waiting, not stuck: those
-    are bounded by time instead (``wait_s`` seconds in a row).
+    evaluated architectures, trials pruned for the budget) stop the study — the sampler is asked
+    again each time, but not forever.
 
     Example::
 
         study.optimize(objective, callbacks=[StopWhenStuck(200)])
     """
 
-    def __init__(self, limit: int, wait_s: float = 600.0):
+    def __init__(self, limit: int):
         super().__init__()
         self.limit = int(limit)
-        self.wait_s = float(wait_s)
         self.run = 0
-        self._waiting_since: float | None = None
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        if trial.user_attrs.get("over_budget"):
-            self._waiting_since = self._waiting_since or time.monotonic()
-            if time.monotonic() - self._waiting_since >= self.wait_s:
-                self.stop(study, f"waited {self.wait_s:.0f} s for other workers to finish the budget's last trials")
-            return
-        self._waiting_since = None
         new = trial.state == TrialState.COMPLETE and REPEAT_ATTR not in trial.user_attrs
         self.run = 0 if new or trial.state == TrialState.FAIL else self.run + 1
         if self.run >= self.limit:
