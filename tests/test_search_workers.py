@@ -152,3 +152,31 @@ def test_two_workers_share_one_postgresql_study(postgres):
     time.sleep(1.0)
     _wait([first, _worker(postgres, "tpe", 1, budget, delay=0.05)])
     _check_distinct(_load(postgres), budget)
+
+
+def test_running_trials_that_take_no_slot_do_not_hold_the_last_one():
+    # Regression (flaky two-worker test): worker A's trial pruned as over budget was still RUNNING
+    # (sleeping) when worker B counted the slots, so B's trial was pruned as over budget too, and so
+    # on back and forth until StopWhenStuck stopped the study one architecture short.
+    from memarch.optimizers.history import ARCH_ATTR, REPEAT_ATTR, RESULT_ATTR
+    from memarch.optimizers.objective import distinct_taken
+
+    study = optuna.create_study(direction="maximize")
+    for i in range(3):  # three distinct evaluated architectures
+        t = study.ask()
+        t.set_user_attr(ARCH_ATTR, {"encode": ["tip"], "store": f"s{i}", "retrieve": "r", "manage": "m"})
+        t.set_user_attr(RESULT_ATTR, "{}")
+        study.tell(t, 0.5)
+    evaluating = study.ask()  # trial 3: a lower-numbered worker is evaluating; it holds a slot
+    over = study.ask()        # trial 4: pruned as over budget, still sleeping
+    over.set_user_attr("over_budget", True)
+    invalid = study.ask()     # trial 5: invalid draw, about to be pruned
+    invalid.set_user_attr("invalid", "[encode-nonempty] ...")
+    repeat = study.ask()      # trial 6: a repeat, about to return the first trial's value
+    repeat.set_user_attr(REPEAT_ATTR, 0)
+    assert distinct_taken(study, before=7) == 4
+    assert distinct_taken(study, before=4) == 4
+    assert distinct_taken(study, before=3) == 3
+    assert distinct_taken(study) == 3
+    study.tell(evaluating, state=TrialState.PRUNED)
+    assert distinct_taken(study, before=7) == 3

@@ -190,12 +190,22 @@ def trial_key(trial: Any, memo: dict[int, str] | None = None) -> str:
 def distinct_taken(study: optuna.Study, *, before: int | None = None, keys: dict[int, str] | None = None) -> int:
     """Distinct architectures evaluated (COMPLETE, not a repeat) plus trials still RUNNING with a
     lower number than ``before``: workers race between counting and asking, and the lower-numbered
-    trials win the last slots."""
+    trials win the last slots.
+
+    A running trial that already knows it takes no slot (pruned as over budget or invalid, or a
+    repeat) is not counted: two workers whose over-budget trials each counted the other's would
+    prune each other forever once a slot frees up (an invalid or repeated last trial).
+    """
     done, running = set(), 0
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
         if t.state == TrialState.COMPLETE:
             if REPEAT_ATTR not in t.user_attrs and ARCH_ATTR in t.user_attrs and RESULT_ATTR in t.user_attrs:
                 done.add(trial_key(t, keys))
-        elif before is not None and t.number < before:
+        elif before is not None and t.number < before and not _takes_no_slot(t):
             running += 1
     return len(done) + running
+
+
+def _takes_no_slot(trial: Any) -> bool:
+    attrs = trial.user_attrs
+    return bool(attrs.get("over_budget")) or "invalid" in attrs or REPEAT_ATTR in attrs
