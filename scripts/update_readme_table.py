@@ -1,24 +1,27 @@
-"""Regenerate the README's module table from the registry (`memarch space --markdown`)."""
+"""Regenerate the registry-generated tables: the README's module table (`memarch space --markdown`)
+and the knob table of docs/search.md."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from memarch.cli.space import module_table
+from memarch.cli.space import knob_table, module_table
 from memarch.pipeline.files import atomic_write_text
 
-BEGIN, END = "<!-- modules:begin -->", "<!-- modules:end -->"
+ROOT = Path(__file__).resolve().parents[1]
+TABLES = [(ROOT / "README.md", "<!-- modules:begin -->", "<!-- modules:end -->", module_table),
+          (ROOT / "docs" / "search.md", "<!-- knobs:begin -->", "<!-- knobs:end -->", knob_table)]
 
 
 def main() -> int:
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        print(f"{readme}: markers {BEGIN} / {END} not found", file=sys.stderr)
-        return 2
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    atomic_write_text(readme, f"{head}{BEGIN}\n{module_table()}\n{END}{tail}")
+    for path, begin, end, table in TABLES:
+        text = path.read_text(encoding="utf-8")
+        if begin not in text or end not in text:
+            print(f"{path}: markers {begin} / {end} not found", file=sys.stderr)
+            return 2
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        atomic_write_text(path, f"{head}{begin}\n{table()}\n{end}{tail}")
     return 0
 
 

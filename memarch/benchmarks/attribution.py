@@ -116,9 +116,24 @@ def attribute(gold: Iterable[str], trace: WriteTrace, store: "Store | None", nam
     return stage, facts
 
 
+def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items: int) -> dict[str, Any]:
+    """Where the lost gold sits in a deeper read of the same query: ``gold_rank`` (1-based rank of
+    the first item citing a gold id lost at ``retrieve``; None when not within ``rank_depth``),
+    with ``read_items`` and ``top_k`` of the read that failed — the evidence of a numeric move
+    such as "retrieve.top_k 4 -> 8". ``read`` is ``program.read``-like; reads never change memory.
+    """
+    depth = max(2 * int(top_k), 20)
+    lost = set(lost)
+    # None would mean "the program's budget" to program.read: a budget no context reaches instead.
+    deeper = read(query, top_k=depth, budget_tokens=1 << 30)
+    rank = next((i for i, s in enumerate(deeper.items, start=1) if lost & set(sources(s.item))), None)
+    return {"gold_rank": rank, "rank_depth": depth, "read_items": int(read_items), "top_k": int(top_k)}
+
+
 def attribution_rows(result) -> list[dict[str, Any]]:
     """One row per failed query of a `TrialResult`: the data the diagnosis reads."""
     return [{"query_id": o.query_id, "category": o.category, "score": o.score, "module": o.attribution,
              **{k: v for k, v in o.evidence.items() if k in ("gold", "lost", "encoded", "stored",
-                                                              "retrieved_sources", "reason", "question")}}
+                                                              "retrieved_sources", "reason", "question",
+                                                              "gold_rank", "rank_depth", "read_items", "top_k")}}
             for o in result.outcomes if not o.success]

@@ -34,7 +34,7 @@ def compare_main(args, strategies: list[str], roles) -> int:
     import optuna
 
     from memarch.cli._objective import objective_line
-    from memarch.cli.compile import Progress, build_metric, storage_url, tracker_for
+    from memarch.cli.compile import Progress, build_metric, space_line, storage_url, tracker_for
     from memarch.optimizers.compare import compare
     from memarch.optimizers.tracking import ui_command
     from memarch.pipeline.embed import Embedder
@@ -54,17 +54,17 @@ def compare_main(args, strategies: list[str], roles) -> int:
                       meta_lm=roles.meta if roles else None, storage=storage_url(args), resume=args.resume,
                       tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None,
                       baselines=not args.no_baselines, study_prefix=args.study_name or f"compare-{args.benchmark}",
-                      on_trial=bar, warm_start=args.warm_start, k=args.k)
+                      on_trial=bar, warm_start=args.warm_start, k=args.k, space_mode=args.space)
     finally:
         bar.close()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     png = cmp.plot(out / f"compare-{args.benchmark}.png")
-    table = objective_line(metric) + "\n" + cmp.table()
+    table = objective_line(metric) + "\n" + space_line(space, args.space) + "\n" + cmp.table()
     (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
     (out / f"compare-{args.benchmark}.json").write_text(json.dumps(
         {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,
-         "winner": cmp.winner(), "objective": cmp.objective, "failed_baselines": cmp.failed_baselines,
+         "winner": cmp.winner(), "objective": cmp.objective, "space": args.space, "failed_baselines": cmp.failed_baselines,
          "runs": {s: [r.to_dict() for r in reps] for s, reps in cmp.runs.items()},
          "evaluations": getattr(metric, "evaluations", None)}, indent=1, default=str))
     print(table)

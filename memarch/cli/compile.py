@@ -26,6 +26,9 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--budget", type=int, default=default_budget, help=f"evaluated trials (default {default_budget})")
     p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
     p.add_argument("--strategies", default=None, help="comma-separated: guided,random,tpe,bruteforce")
+    p.add_argument("--space", choices=("categorical", "full"), default="categorical",
+                   help="categorical: the method's module choices (default); full: plus each chosen module's "
+                        "numeric knobs (top_k, fusion weights, chunk window, ...) as conditional parameters")
     p.add_argument("--k", type=int, default=3, help="guided proposals per round and warm-start size (default 3)")
     p.add_argument("--warm-start", choices=("presets", "none"), default="presets",
                    help="round 0 of every strategy: k seeded human-designed presets (default) or none")
@@ -50,6 +53,15 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
         p.add_argument("--lm", default="none")
     else:
         add_lm_arguments(p)
+
+
+def space_line(space, mode: str) -> str:
+    """What the search explores, printed by compile and compare."""
+    from memarch.optimizers.space import SearchSpace
+
+    knobs = len(SearchSpace(space, mode).knob_table())
+    extra = f" + {knobs} numeric knobs, conditional on their module" if mode == "full" else ""
+    return f"search space: {mode} ({space.family}, {space.count_valid()} valid module choices{extra})"
 
 
 def parse_strategies(text: str | None, default: list[str]) -> list[str]:
@@ -205,6 +217,7 @@ def _compile(args, strategies: list[str], roles) -> int:
     student = get_preset(args.preset, space) if args.preset else space
     out = Path(args.out)
     print(objective_line(metric))
+    print(space_line(space, args.space))
     best = None
     for strategy in strategies:
         for seed in range(args.seeds or 1):
@@ -216,7 +229,7 @@ def _compile(args, strategies: list[str], roles) -> int:
             opt = MemarchOptimizer(metric, strategy=strategy, budget=args.budget, lm=lm, meta_lm=meta, seed=seed,
                                    k=args.k, storage=storage_url(args), study_name=name, resume=args.resume,
                                    tracker=tracker, resources=resources, on_trial=bar, warm_start=args.warm_start,
-                                   max_failures=args.max_failures)
+                                   max_failures=args.max_failures, space_mode=args.space)
             try:
                 program = opt.compile(student, trainset="search", valset="validation", testset="test")
             finally:

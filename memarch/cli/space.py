@@ -31,12 +31,14 @@ def run(args) -> int:
     for role, mods in d["modules"].items():
         print(f"{role}s:")
         for m in mods:
+            knobs = ", ".join(k["name"] for k in m["knobs"])
             flags = [f for f, on in (("needs LM", m["needs_lm"]), ("uses LM", m["uses_lm"] and not m["needs_lm"]),
                                      ("embeddings", m["needs_embeddings"])) if on]
             req = [f"store:{'/'.join(m['requires_store'])}"] if m["requires_store"] else []
             req += [f"retriever:{'/'.join(m['requires_retriever'])}"] if m["requires_retriever"] else []
             extra = ", ".join(flags + req)
-            print(f"  {m['name']:<18} {m['description']}" + (f"  [{extra}]" if extra else ""))
+            print(f"  {m['name']:<18} {m['description']}" + (f"  [{extra}]" if extra else "")
+                  + (f"  knobs: {knobs}" if knobs else ""))
     print("rules:")
     for name, text in d["rules"].items():
         print(f"  {name}: {text}")
@@ -47,12 +49,28 @@ def module_table() -> str:
     """Markdown table of every registered module, generated from the registry (README source)."""
     from memarch.pipeline.registry import FAMILIES, REGISTRY, ROLES
 
-    rows = ["| role | module | families | LM | requires | what it does |", "|---|---|---|---|---|---|"]
+    rows = ["| role | module | families | LM | requires | knobs | what it does |", "|---|---|---|---|---|---|---|"]
     for role in ROLES:
         for spec in sorted(REGISTRY.specs(role), key=lambda s: (FAMILIES.index(s.families[0]), s.order)):
             lm = "required" if spec.needs_lm else ("optional" if spec.uses_lm else "no")
             req = [f"store: {'/'.join(sorted(spec.requires_store))}"] if spec.requires_store else []
             req += [f"retriever: {'/'.join(sorted(spec.requires_retriever))}"] if spec.requires_retriever else []
             fams = "both" if set(spec.families) == set(FAMILIES) else ", ".join(spec.families)
-            rows.append(f"| {role} | `{spec.name}` | {fams} | {lm} | {'; '.join(req) or '-'} | {spec.description.replace('|', '&#124;')} |")
+            knobs = ", ".join(f"`{k.name}`" for k in spec.knobs) or "-"
+            rows.append(f"| {role} | `{spec.name}` | {fams} | {lm} | {'; '.join(req) or '-'} | {knobs} "
+                        f"| {spec.description.replace('|', '&#124;')} |")
+    return "\n".join(rows)
+
+
+def knob_table() -> str:
+    """Markdown table of every module's numeric knobs (docs/search.md source), from the registry."""
+    from memarch.pipeline.registry import FAMILIES, REGISTRY, ROLES
+    from memarch.pipeline.space import param_key
+
+    rows = ["| module | param key | range and default | what it sets |", "|---|---|---|---|"]
+    for role in ROLES:
+        for spec in sorted(REGISTRY.specs(role), key=lambda s: (FAMILIES.index(s.families[0]), s.order)):
+            for k in spec.knobs:
+                rows.append(f"| {role} `{spec.name}` | `{param_key(role, spec.name, k.name)}` | {k.range_text()} "
+                            f"| {k.description} |")
     return "\n".join(rows)

@@ -34,7 +34,7 @@ class BruteForceSampler(BaseSampler):
         self._independent = RandomSampler(seed)
 
     def infer_relative_search_space(self, study: "Study", trial: "FrozenTrial") -> dict[str, "BaseDistribution"]:
-        return self.space.distributions()
+        return self.space.all_distributions()  # full space: each architecture at its knobs' defaults
 
     def sample_relative(self, study: "Study", trial: "FrozenTrial",
                         search_space: dict[str, "BaseDistribution"]) -> dict[str, Any]:

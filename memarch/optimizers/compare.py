@@ -123,9 +123,10 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
             storage: str | None = None, resume: bool = False, tracker_factory: Callable[[], Any] | None = None,
             baselines: bool = True, finalists: int = 2, study_prefix: str = "compare",
             on_trial: Callable | None = None, trainset: Any = "search", valset: Any = "validation",
-            testset: Any = "test", warm_start: Any = "presets", k: int = 3) -> Comparison:
+            testset: Any = "test", warm_start: Any = "presets", k: int = 3,
+            space_mode: str = "categorical") -> Comparison:
     """Run every strategy with every seed at the same budget and warm start; ``target`` defaults to
-    99% of the best search objective any run found."""
+    99% of the best search objective any run found. ``space_mode``: ``categorical`` or ``full``."""
     if isinstance(space, str):
         space = ArchitectureSpace(space, lm_available=lm is not None)
     runs: dict[str, list[CompileReport]] = {}
@@ -133,6 +134,7 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
         for seed in range(seeds):
             opt = MemarchOptimizer(metric, strategy=strat, budget=budget, lm=lm, meta_lm=meta_lm, seed=seed,
                                    storage=storage, resume=resume, finalists=finalists, warm_start=warm_start, k=k,
+                                   space_mode=space_mode,
                                    study_name=f"{study_prefix}-{space.family}-{strat}-s{seed}",
                                    tracker=tracker_factory() if tracker_factory else None, on_trial=on_trial)
             opt.compile(space, trainset=trainset, valset=valset, testset=testset)

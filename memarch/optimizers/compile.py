@@ -17,7 +17,7 @@ from memarch.optimizers.guided.champion import select_champion
 from memarch.optimizers.history import History, cost_of
 from memarch.optimizers.presets import warm_start_architectures
 from memarch.optimizers.search import Metric, Search
-from memarch.optimizers.space import SearchSpace
+from memarch.optimizers.space import MODES, SearchSpace
 from memarch.optimizers.strategies import make_sampler
 from memarch.optimizers.study import make_storage, open_study
 from memarch.pipeline.architecture import Architecture
@@ -90,13 +90,16 @@ class MemarchOptimizer:
             ``seed`` — the same for every strategy of that seed; ``"none"``: no warm start; or a
             list of architectures.
         max_failures: consecutive failed trials that stop the study (one clear error).
+        space_mode: ``categorical`` (the method's space, default) or ``full`` (plus each chosen
+            module's numeric knobs as conditional parameters; see `SearchSpace`).
     """
 
     def __init__(self, metric: Metric, strategy: str = "guided", budget: int = 30, lm: Any = None,
                  meta_lm: Any = None, *, seed: int | None = 0, k: int = 3, storage: str | None = None,
                  study_name: str | None = None, resume: bool = False, tracker: Any = None, finalists: int = 3,
                  save_path: str | Path | None = None, resources: Any = None,
-                 on_trial: Callable | None = None, warm_start: Any = "presets", max_failures: int = 5):
+                 on_trial: Callable | None = None, warm_start: Any = "presets", max_failures: int = 5,
+                 space_mode: str = "categorical"):
         if budget < 1:
             raise MemarchError(f"budget must be at least 1 trial, got {budget}")
         self.metric = metric
@@ -116,6 +119,9 @@ class MemarchOptimizer:
             raise MemarchError(f"warm_start must be 'presets', 'none' or a list of architectures, not {warm_start!r}")
         self.warm_start = warm_start
         self.max_failures = max_failures
+        if space_mode not in MODES:
+            raise MemarchError(f"unknown search space {space_mode!r}; expected one of {', '.join(MODES)}")
+        self.space_mode = space_mode
         self.report: CompileReport | None = None
         self.study: optuna.Study | None = None
 
@@ -139,7 +145,7 @@ class MemarchOptimizer:
         """Search on ``trainset``, choose on ``valset``, report on ``testset``; returns a new program."""
         started = time.perf_counter()
         space, start = self._space(student)
-        sspace = SearchSpace(space)
+        sspace = self.search_space(space)
         sampler = make_sampler(self.strategy_name, sspace, seed=self.seed, k=self.k, lm=self.lm, meta_lm=self.meta_lm)
         name = self.study_name or f"{space.family}-{self.strategy_name}-s{self.seed}"
         storage = make_storage(self.storage_url)
@@ -171,7 +177,7 @@ class MemarchOptimizer:
             curve=history.best_so_far(), trials=len(history), invalid_pruned=len(search.invalid),
             tokens=sum(sum(v for k, v in r.result.cost.items() if k.startswith("tokens")) for r in history.records),
             wall_s=time.perf_counter() - started, program_path=path, test_result=test_result,
-            extras={"strategy_artifacts": (getattr(sampler, "rounds", None) or [{}])[-1]},
+            extras={"strategy_artifacts": (getattr(sampler, "rounds", None) or [{}])[-1], "space": self.space_mode},
             objective=best.result.metadata.get("objective", "") if best else "",
             warm_start=[a.key() for a, _ in warm], counts=self._counts(search, history, sampler),
             keys=[r.architecture.key() for r in history.records])
@@ -190,6 +196,13 @@ class MemarchOptimizer:
         logger.info("compiled %s: search %.4f validation %.4f test %s", pick.key(), self.report.search_score,
                     self.report.validation_score, self.report.test_score)
         return program
+
+    def search_space(self, space: ArchitectureSpace) -> SearchSpace:
+        """The Optuna view of ``space`` in this optimizer's mode; in the full space ``top_k``
+        defaults to what the metric reads with, so a preset queued there is the preset."""
+        settings = getattr(self.metric, "program_settings", None)
+        defaults = {"retrieve.top_k": settings()["top_k"]} if self.space_mode == "full" and settings else {}
+        return SearchSpace(space, self.space_mode, defaults=defaults)
 
     def _warm_start(self, space: ArchitectureSpace, start: Architecture | None) -> list[tuple[Architecture, str]]:
         """Round 0: the student's architecture first, then the warm start (same for every strategy)."""

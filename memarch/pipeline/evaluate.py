@@ -10,7 +10,7 @@ import traceback
 from collections import Counter, defaultdict
 from typing import Any, Callable
 
-from memarch.benchmarks.attribution import StoreView, WriteTrace, attribute
+from memarch.benchmarks.attribution import StoreView, WriteTrace, attribute, gold_rank
 from memarch.benchmarks.base import Benchmark, Question, TaskBenchmark
 from memarch.benchmarks.metrics import ABSTAIN, answer_recall, answer_span, evidence_recall, mean, qa_f1
 from memarch.benchmarks.protocols import collect_then_deploy, question_query, stream_schedule
@@ -99,7 +99,8 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         benchmark: a `Benchmark` or a name for :func:`memarch.benchmarks.get_benchmark`.
         split: ``search`` / ``validation`` / ``test`` (disjoint) or ``all``.
         budget_tokens: context budget B in words (ANCHORS 6 uses 200).
-        top_k: items per read; None = enough to fill the budget (B / 10, at least 4).
+        top_k: items per read; None = enough to fill the budget (B / 10, at least 4). An
+            architecture that sets the ``retrieve.top_k`` knob reads with that instead.
         limit: the first N questions (or tasks) of the split.
         reader: a callable ``(context, question) -> answer`` (e.g. `MemoryReader`): adds ``qa_f1``
             and scores unanswerable questions.
@@ -131,6 +132,8 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         view = benchmark.split(split).limit(limit)
         program = _build_program(architecture_or_program, resources, top_k, budget_tokens, config)
         arch = program.architecture if program is not None else arch
+        if program is not None and "retrieve.top_k" in program.architecture.param_dict:
+            top_k = program.top_k  # the architecture's knob, not the evaluation's default
         counted = read_counters(program, lm_users)  # a program passed in may have counted before
         if isinstance(view, TaskBenchmark):
             if requested not in (None, default_objective(reader)):
@@ -180,7 +183,10 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
     write pass get exactly what each would get alone. ``attribute_all`` also records, for every
     answerable question, the stage ``attribute`` finds (``evidence["loss_stage"]``) whether it
     failed or not; ``on_read_point(namespace, trace)`` runs after each write that questions follow.
+    A retrieve failure of the program's own reader also records where its gold ranks in a deeper
+    read (`gold_rank`); shared readers (landscapes) memoise reads per query and are not asked twice.
     """
+    rank_gold = readers is None
     trace = WriteTrace()
     view = StoreView()
     if readers is None:
@@ -215,7 +221,8 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
                 t0 = time.perf_counter()
                 for q in questions:
                     outcome = _ask(read, store, dialogue.namespace, q, question_query(dialogue, q, session), top_k,
-                                   budget, reader, judge, objective, threshold, trace, view, values, attribute_all)
+                                   budget, reader, judge, objective, threshold, trace, view, values, attribute_all,
+                                   rank_gold)
                     if outcome is not None:
                         outs.append(outcome)
                 times["read_s"] += embed_s + time.perf_counter() - t0
@@ -259,7 +266,8 @@ def objective_score(values: dict[str, Any], objective: str) -> float:
 
 def _ask(read: Callable[..., Any] | None, store: Any, namespace: str, q: Question, query, top_k: int,
          budget: int | None, reader: Any, judge: Any, objective: str, threshold: float, trace: WriteTrace,
-         view: StoreView, per_query: dict[str, list[float]], attribute_all: bool = False) -> QueryOutcome | None:
+         view: StoreView, per_query: dict[str, list[float]], attribute_all: bool = False,
+         rank_gold: bool = False) -> QueryOutcome | None:
     if not q.answerable and reader is None:
         return None  # unanswerable: scored only with an LM
     retrieval = read(query, top_k=top_k, budget_tokens=budget) if read is not None else None
@@ -303,6 +311,9 @@ def _ask(read: Callable[..., Any] | None, store: Any, namespace: str, q: Questio
     if not success and q.answerable:
         attribution, facts = attribute(q.evidence, trace, store, namespace, items, view=view)
         evidence.update(facts)
+        if attribution == "retrieve" and rank_gold:
+            lost = [sid for sid, stage in facts["lost"].items() if stage == "retrieve"]
+            evidence.update(gold_rank(read, query, lost, top_k, len(items)))
     if attribute_all and q.answerable:
         evidence["loss_stage"] = attribution if not success else attribute(
             q.evidence, trace, store, namespace, items, view=view)[0]

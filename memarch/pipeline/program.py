@@ -37,10 +37,11 @@ class MemoryProgram(dspy.Module):
     Args:
         architecture: an `Architecture` (or its dict form); validated against the registry.
         resources: embedder, LM and caches (default: bundled embedder, no LM).
-        top_k: items per read (4 as in AutoMem).
+        top_k: items per read (4 as in AutoMem); the architecture's ``retrieve.top_k`` knob wins.
         budget_tokens: context budget in words (None: unlimited).
         config: per-module keyword arguments, ``{"store": {...}, "retriever": {...},
-            "manager": {...}, "encoder:tip": {...}}``.
+            "manager": {...}, "encoder:tip": {...}}``; the architecture's ``params`` (module knobs)
+            are applied over it.
 
     ``evaluation`` (an `EvaluationRecord`, set by compile) says how the program's reported scores
     were measured; ``memarch evaluate --program FILE`` reproduces them from it.
@@ -59,10 +60,11 @@ class MemoryProgram(dspy.Module):
         space.validate(arch)
         self.architecture = arch.canonical()
         self.family = family
-        self.top_k = int(top_k)
+        # The architecture's knob wins over the argument: it is what the search chose.
+        self.top_k = int(arch.param_dict.get("retrieve.top_k", top_k))
         self.budget_tokens = budget_tokens
         self.module_config = dict(config or {})
-        cfg = self.module_config
+        cfg = with_params(self.module_config, arch, space)
         self.encoders = [REGISTRY.get("encoder", e).cls(self.resources, **cfg.get(f"encoder:{e}", {}))
                          for e in self.architecture.encode]
         self.store = REGISTRY.get("store", arch.store).cls(self.resources, **cfg.get("store", {}))
@@ -188,3 +190,21 @@ class MemoryProgram(dspy.Module):
     @classmethod
     def load(cls, path: str | Path, *, resources: Resources | None = None) -> "MemoryProgram":
         return cls.from_dict(read_json(path, what="saved memarch program"), resources=resources, source=str(path))
+
+
+def with_params(config: dict[str, Any], arch: Architecture, space: ArchitectureSpace) -> dict[str, Any]:
+    """Per-module config with the architecture's knob values applied over it (``retrieve.top_k``
+    is the program's, not the retriever's)."""
+    if not arch.params:
+        return config
+    from memarch.pipeline.knobs import PROGRAM_KNOBS
+
+    knobs = space.knobs_of(arch)
+    out = {slot: dict(values) for slot, values in config.items()}
+    for key, value in arch.params:
+        role, module, knob = knobs[key]
+        if (role, knob.name) in PROGRAM_KNOBS:
+            continue
+        slot = f"encoder:{module}" if role == "encoder" else role
+        out.setdefault(slot, {})[knob.name] = knob.coerce(value)
+    return out

@@ -13,6 +13,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from memarch.pipeline.knobs import Knob
+
 ROLES = ("encoder", "store", "retriever", "manager")
 FAMILIES = ("experience", "conversation")
 # The architecture field each role fills.
@@ -35,6 +37,10 @@ class ModuleSpec:
     requires_retriever: frozenset[str] = frozenset()  # allowed retrievers (empty: any)
     description: str = ""
     order: int = 0
+    knobs: tuple[Knob, ...] = ()  # numeric hyperparameters the full search space tunes
+
+    def knob(self, name: str) -> Knob | None:
+        return next((k for k in self.knobs if k.name == name), None)
 
     def capabilities(self) -> dict:
         return {
@@ -43,6 +49,7 @@ class ModuleSpec:
             "needs_embeddings": self.needs_embeddings, "provides": sorted(self.provides),
             "requires_store": sorted(self.requires_store),
             "requires_retriever": sorted(self.requires_retriever), "description": self.description,
+            "knobs": [k.to_dict() for k in self.knobs],
         }
 
 
@@ -65,14 +72,19 @@ class Registry:
         requires_retriever: tuple[str, ...] = (),
         description: str | None = None,
         rank: int | None = None,
+        knobs: tuple[Knob, ...] = (),
     ) -> Callable[[type], type]:
-        """Register a module class. ``rank`` fixes its place in menus (default: registration order)."""
+        """Register a module class. ``rank`` fixes its place in menus (default: registration order);
+        ``knobs`` are its numeric hyperparameters (see `Knob`)."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
         fams = (families,) if isinstance(families, str) else tuple(families)
         for fam in fams:
             if fam not in FAMILIES:
                 raise ValueError(f"unknown family {fam!r}; expected one of {FAMILIES}")
+        names = [k.name for k in knobs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{role} {name!r}: duplicate knob names {names}")
 
         def decorate(cls: type) -> type:
             key = (role, name)
@@ -88,6 +100,7 @@ class Registry:
                 requires_retriever=frozenset(requires_retriever),
                 description=description or (doc[0] if doc else ""),
                 order=old.order if old else (rank if rank is not None else 1000 + self._counter),
+                knobs=tuple(knobs),
             )
             self._specs[key] = spec
             cls.name = name

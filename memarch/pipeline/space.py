@@ -8,6 +8,7 @@ from typing import Iterator
 
 from memarch.errors import ArchitectureError
 from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.knobs import Knob
 from memarch.pipeline.registry import FAMILIES, REGISTRY, ModuleSpec, Registry
 
 
@@ -32,7 +33,17 @@ RULES = {
     "manager-retriever": "a manager that requires specific retrievers is paired with one of them "
                          "(graph_consolidate -> graph retriever)",
     "lm-required": "modules that cannot run without an LM need an LM",
+    "knob-known": "every knob in params is declared by a module the architecture chooses "
+                  "(\"<field>.<knob>\", field encode:<encoder> / store / retrieve / manage)",
+    "knob-value": "every knob value has the knob's type and lies in its declared range",
 }
+
+
+def param_key(role: str, module: str, knob: str) -> str:
+    """``"retrieve.top_k"``, ``"encode:turn.window"``: where a knob sits in `Architecture.params`."""
+    field = f"encode:{module}" if role == "encoder" else {"store": "store", "retriever": "retrieve",
+                                                           "manager": "manage"}[role]
+    return f"{field}.{knob}"
 
 
 class ArchitectureSpace:
@@ -151,16 +162,52 @@ class ArchitectureSpace:
         if unknown:
             return out
         out.extend(self._triple_violations(arch.store, arch.retrieve, arch.manage))
+        out.extend(self._knob_violations(arch))
         if not self.lm_available:
             for role, name in names:
                 if self.registry.get(role, name).needs_lm:
                     out.append(Violation("lm-required", f"{role} {name!r} needs an LM and none is configured"))
         return out
 
+    # -- knobs ------------------------------------------------------------------------------------
+    def knobs_of(self, arch: Architecture) -> dict[str, tuple[str, str, Knob]]:
+        """``param key -> (role, module, Knob)`` for every knob of the modules ``arch`` chooses."""
+        out: dict[str, tuple[str, str, Knob]] = {}
+        for role, name in [("encoder", e) for e in dict.fromkeys(arch.encode)] + [
+                ("store", arch.store), ("retriever", arch.retrieve), ("manager", arch.manage)]:
+            for knob in self.registry.get(role, name).knobs:
+                out[param_key(role, name, knob.name)] = (role, name, knob)
+        return out
+
+    def _knob_violations(self, arch: Architecture) -> list[Violation]:
+        if not arch.params:
+            return []
+        knobs = self.knobs_of(arch)
+        out = []
+        for key, value in arch.params:
+            if key not in knobs:
+                field, _, knob = key.rpartition(".")
+                hint = ", ".join(k for k in knobs if k.startswith(f"{field}.")) or "none"
+                out.append(Violation("knob-known", f"params {key!r}: no knob {knob!r} on the module chosen "
+                                     f"for {field or key!r} (its knobs: {hint})"))
+                continue
+            problem = knobs[key][2].check(value)
+            if problem:
+                out.append(Violation("knob-value", f"params {key!r} {problem}"))
+        return out
+
+    def fit_params(self, arch: Architecture) -> Architecture:
+        """``arch`` keeping only the params its chosen modules declare (after an edit swapped a module)."""
+        if not arch.params:
+            return arch
+        knobs = self.knobs_of(arch)
+        kept = {k: v for k, v in arch.params if k in knobs}
+        return arch if len(kept) == len(arch.params) else arch.replace(params=kept)
+
     def is_valid(self, arch: Architecture) -> bool:
         # Memoised by the exact tuple (order and duplicates matter to the rules): searches ask often.
         memo = self.__dict__.setdefault("_valid", {})
-        key = (arch.encode, arch.store, arch.retrieve, arch.manage)
+        key = (arch.encode, arch.store, arch.retrieve, arch.manage, arch.params)
         hit = memo.get(key)
         if hit is None:
             hit = memo[key] = not self.violations(arch)
@@ -177,7 +224,8 @@ class ArchitectureSpace:
         """The nearest valid architecture: fewest changed fields, encoders kept where possible.
 
         Distance: symmetric difference of the encoder sets plus one per changed store / retriever /
-        manager; ties go to the registry order, so repair is deterministic.
+        manager; ties go to the registry order, so repair is deterministic. Knob values of the
+        modules kept stay when valid; the others are dropped (the module default).
         """
         if self.is_valid(arch):
             return arch.canonical()
@@ -190,7 +238,9 @@ class ArchitectureSpace:
                 best, best_d = (s, r, m), d
         if best is None:
             raise ArchitectureError(f"the {self.family} space has no valid architecture", rule="known-names")
-        return Architecture(enc, *best)
+        fixed = self.fit_params(Architecture(enc, *best, params=arch.params))
+        knobs = self.knobs_of(fixed)
+        return fixed.replace(params={k: v for k, v in fixed.params if not knobs[k][2].check(v)})
 
     # -- description ------------------------------------------------------------------------------
     def to_dict(self) -> dict:

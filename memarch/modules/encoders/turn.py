@@ -13,12 +13,16 @@ from memarch.modules.encoders._conversation_encoder import ConversationEncoder
 from memarch.modules.signatures.conversation import RewriteTurns
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem, make_item_id
+from memarch.pipeline.knobs import Knob
 from memarch.pipeline.registry import register
 from memarch.pipeline.resources import Resources
 
 
 @register("encoder", "turn", families="conversation", uses_lm=True, rank=1,
-          description="each turn verbatim with speaker and absolute date (+ optional n-turn chunks)")
+          description="each turn verbatim with speaker and absolute date (+ optional n-turn chunks)",
+          knobs=(Knob("window", "int", 1, 8, default=1, description="turns per chunk (1: turns only, no chunks)"),
+                 Knob("overlap", "float", 0.0, 0.875, default=0.5,
+                      description="share of a chunk repeated by the next (stride = window x (1 - overlap))")))
 class TurnEncoder(ConversationEncoder):
     """Each turn verbatim: "Caroline (7 May 2023): I went to the support group.".
 
@@ -30,17 +34,23 @@ class TurnEncoder(ConversationEncoder):
 
     Args:
         window: also emit chunks of ``window`` consecutive turns when > 1 (default 1: turns only).
-        stride: turns between chunk starts (default ``window // 2``: chunks overlap by half).
+        stride: turns between chunk starts (default ``max(1, int(window x (1 - overlap)))``).
+        overlap: share of a chunk the next one repeats when ``stride`` is not given (default 0.5:
+            stride ``window // 2``, chunks overlap by half).
         captions: keep image captions (LoCoMo ``blip_caption``) in the text (default True).
     """
 
     def __init__(self, resources: Resources | None = None, *, window: int = 1, stride: int | None = None,
-                 captions: bool = True, **config: Any):
-        if window < 1 or (stride is not None and stride < 1):
-            raise ValueError("window and stride must be >= 1")
-        super().__init__(resources, window=window, stride=stride, captions=captions, **config)
+                 overlap: float = 0.5, captions: bool = True, **config: Any):
+        window = int(window)
+        if window < 1 or (stride is not None and stride < 1) or not 0.0 <= overlap < 1.0:
+            raise ValueError("window and stride must be >= 1 and overlap in [0, 1)")
+        # overlap joins the config (and so the encoder cache key) only when set, so the cache
+        # entries written before the knob existed stay valid.
+        extra = {"overlap": float(overlap)} if overlap != 0.5 else {}
+        super().__init__(resources, window=window, stride=stride, captions=captions, **extra, **config)
         self.window, self.captions = window, captions
-        self.stride = stride or max(1, window // 2)
+        self.stride = int(stride) if stride else max(1, int(window * (1.0 - float(overlap))))
         self.rewrite = dspy.Predict(RewriteTurns)
 
     def encode_free(self, episode: Episode) -> list[MemoryItem]:

@@ -16,6 +16,7 @@ from memarch.modules.managers.base import Manager
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.knobs import Knob
 from memarch.pipeline.registry import REGISTRY
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.retrieval import Retrieval
@@ -29,6 +30,15 @@ CONVERSATION_DEFAULTS: dict[str, Any] = {
     "dedup_threshold": 0.98, "merge_threshold": 0.98, "max_items": None, "min_utility": None,
     "generalise": False,
 }
+
+
+def floor_knobs(*, dedup: float, decay: float) -> tuple[Knob, ...]:
+    """The floor's numeric knobs with a preset's defaults (conversation memory dedups at 0.98)."""
+    return (Knob("dedup_threshold", "float", 0.8, 1.0, default=dedup,
+                 description="cosine at which a new item merges into a near-duplicate",
+                 family_defaults=(("conversation", CONVERSATION_DEFAULTS["dedup_threshold"]),)),
+            Knob("decay", "float", 0.8, 1.0, default=decay,
+                 description="utility kept per episode without use (1: none); ranks items to prune"))
 
 
 class FloorManager(Manager):

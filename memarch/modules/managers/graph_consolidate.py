@@ -8,7 +8,7 @@ from typing import Any
 import dspy
 
 from memarch.modules.managers._consolidation import clusters, general_item, medoid, merge_cluster
-from memarch.modules.managers._floor import FloorManager
+from memarch.modules.managers._floor import FloorManager, floor_knobs
 from memarch.modules.managers._judge import Judge
 from memarch.modules.signatures.managers import GeneraliseMemories
 from memarch.modules.stores.base import Store
@@ -43,7 +43,8 @@ def orient(store: Store, namespace: str, edge: tuple[str, str, str]) -> tuple[st
 
 @register("manager", "graph_consolidate", rank=4, uses_lm=True, needs_embeddings=True,
           requires_store=("graph",), requires_retriever=("graph",),
-          description="merge + generalise across tasks, edge-weight feedback from graph traversals")
+          description="merge + generalise across tasks, edge-weight feedback from graph traversals",
+          knobs=floor_knobs(dedup=0.95, decay=1.0))
 class GraphConsolidateManager(FloorManager):
     """Consolidation for graph stores (A-MEM / Zep style).
 

@@ -9,7 +9,7 @@ import dspy
 
 from memarch.modules.managers._conflicts import describe
 from memarch.modules.managers._consolidation import clusters, merge_cluster
-from memarch.modules.managers._floor import FloorManager
+from memarch.modules.managers._floor import FloorManager, floor_knobs
 from memarch.modules.managers._judge import Judge
 from memarch.modules.managers._promotion import promote_workflows
 from memarch.modules.managers._reflection import reflect
@@ -25,7 +25,8 @@ DECISIONS = ("keep_new", "keep_old", "keep_both")
 
 @register("manager", "json_full", rank=2, uses_lm=True, needs_embeddings=True,
           description="semantic + cross-type dedup 0.88, LM conflict resolution, reflection, cluster merge, "
-                      "trajectory -> workflow")
+                      "trajectory -> workflow",
+          knobs=floor_knobs(dedup=0.88, decay=1.0))
 class JsonFullManager(FloorManager):
     """The full curation preset of AutoMem over any store.
 

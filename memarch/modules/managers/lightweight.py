@@ -2,12 +2,13 @@
 prune; never calls an LM."""
 from __future__ import annotations
 
-from memarch.modules.managers._floor import FloorManager
+from memarch.modules.managers._floor import FloorManager, floor_knobs
 from memarch.pipeline.registry import register
 
 
 @register("manager", "lightweight", rank=1, needs_embeddings=True,
-          description="floor + time decay 0.95 and score-based prune; no LM")
+          description="floor + time decay 0.95 and score-based prune; no LM",
+          knobs=floor_knobs(dedup=0.95, decay=0.95))
 class LightweightManager(FloorManager):
     """Cheap curation: an item's utility is its feedback strength decayed by 0.95 for every
     episode since it was last retrieved (or written); the periodic audit tombstones items whose

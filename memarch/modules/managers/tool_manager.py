@@ -6,7 +6,7 @@ from typing import Any
 
 import dspy
 
-from memarch.modules.managers._floor import FloorManager
+from memarch.modules.managers._floor import FloorManager, floor_knobs
 from memarch.modules.managers._judge import Judge
 from memarch.modules.managers._promotion import promote_workflows, review_shortcuts
 from memarch.modules.managers._reflection import reflect
@@ -20,7 +20,8 @@ TOOL_KINDS = ("shortcut", "workflow")
 
 
 @register("manager", "tool_manager", rank=3, uses_lm=True, needs_embeddings=True,
-          description="shortcut promotion + schema validation, trajectory -> workflow")
+          description="shortcut promotion + schema validation, trajectory -> workflow",
+          knobs=floor_knobs(dedup=0.95, decay=1.0))
 class ToolManager(FloorManager):
     """Curates reusable procedures (Voyager / AWM style).
 

@@ -16,6 +16,7 @@ from memarch.modules.signatures.retrievers import RerankCandidates
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.retrieval import ScoredItem
@@ -50,7 +51,11 @@ def parse_scores(n: int):
 
 
 @register("retriever", "cbr_rerank", rank=3, uses_lm=True, needs_embeddings=True,
-          description="case match max(case, 0.7 x content), then LM rerank of ~15 candidates")
+          description="case match max(case, 0.7 x content), then LM rerank of ~15 candidates",
+          knobs=(TOP_K, Knob("candidates", "int", 5, 50, log=True, default=15, description="candidates reranked"),
+                 Knob("content_weight", "float", 0.0, 1.0, default=0.7,
+                      description="discount on item-text similarity in the case score"),
+                 Knob("cbr_weight", "float", 0.0, 1.0, default=0.5, description="case score's share of the final score")))
 class CBRRerankRetriever(Retriever):
     """Case-based reasoning: recall by case similarity, then rerank.
 

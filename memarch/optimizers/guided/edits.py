@@ -37,7 +37,8 @@ def _enc(arch: Architecture) -> str:
 def with_choice(space: ArchitectureSpace, arch: Architecture, field: str, value: str) -> Architecture | None:
     """``arch`` with ``field`` set to ``value``; when that breaks a rule, the valid triple keeping the
     value with the fewest other changes (e.g. retriever graph brings store graph along)."""
-    cand = arch.replace(**{field: value})
+    # The knob values of the modules that stay are kept (full space); the new module's are its defaults.
+    cand = space.fit_params(arch.replace(**{field: value}))
     if space.is_valid(cand):
         return cand.canonical()
     best, best_d = None, None
@@ -47,7 +48,7 @@ def with_choice(space: ArchitectureSpace, arch: Architecture, field: str, value:
             continue
         d = (s != arch.store) + (r != arch.retrieve) + (m != arch.manage)
         if best_d is None or d < best_d:
-            best, best_d = Architecture(arch.encode, s, r, m), d
+            best, best_d = space.fit_params(Architecture(arch.encode, s, r, m, params=arch.params)), d
     return best.canonical() if best and space.is_valid(best) else None
 
 
@@ -66,7 +67,8 @@ def candidate_edits(space: ArchitectureSpace, arch: Architecture, field: str, ob
             elif len(cur) > 1:
                 variants.append((cur - {e}, -obs.encoder_effect(e) - 2e-4))
         for enc, support in variants:
-            new = Architecture(tuple(enc), arch.store, arch.retrieve, arch.manage).canonical()
+            new = space.fit_params(Architecture(tuple(enc), arch.store, arch.retrieve, arch.manage,
+                                                params=arch.params)).canonical()
             if space.is_valid(new):
                 out.append(Edit("encode", _enc(arch), _enc(new), new, obs.mean + support))
     else:
@@ -88,4 +90,12 @@ def describe(parent: Architecture, child: Architecture) -> str:
     for field in ("store", "retrieve", "manage"):
         if getattr(parent, field) != getattr(child, field):
             parts.append(f"{field}: {getattr(parent, field)} -> {getattr(child, field)}")
+    # Knob moves of the modules both keep (a swapped module's knobs go with it).
+    before, after = parent.param_dict, child.param_dict
+    for key in sorted(set(before) | set(after)):
+        field = key.rsplit(".", 1)[0]
+        kept = field.split(":", 1)[1] in set(parent.encode) & set(child.encode) if field.startswith("encode:") \
+            else getattr(parent, field) == getattr(child, field)
+        if kept and before.get(key) != after.get(key):
+            parts.append(f"{key}: {before.get(key, 'default')} -> {after.get(key, 'default')}")
     return "; ".join(parts)

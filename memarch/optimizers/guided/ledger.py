@@ -71,11 +71,13 @@ class Ledger:
         return cached[1]
 
     def _measured_one_module_edits(self) -> list[tuple[str, str]]:
-        """(module, status) of every one-module edit measured against its parent."""
+        """(module, status) of every one-module edit measured against its parent (a knob move,
+        ``retrieve.top_k: 4 -> 8``, is not a module edit: an inert knob says nothing of its module)."""
         out = []
         for e in self.entries:
             field = e.edit.split(":", 1)[0]
-            if ";" not in e.edit and "parent_trial" in e.evidence and field in FIELDS:
+            knob = "." in e.edit.split(" ", 1)[0]
+            if ";" not in e.edit and "parent_trial" in e.evidence and field in FIELDS and not knob:
                 out.append((field, e.status))
         return out
 

@@ -14,11 +14,13 @@ from memarch.optimizers.guided.ledger import Ledger
 from memarch.optimizers.guided.observations import Observations
 from memarch.optimizers.guided.pareto import pareto_front
 from memarch.optimizers.guided.lm_proposer import LMProposer
+from memarch.optimizers.guided.numeric import numeric_proposals
 from memarch.optimizers.guided.proposer import AttributionProposer, ProposalContext
 
 if TYPE_CHECKING:
     from memarch.optimizers.history import History
     from memarch.optimizers.proposal import Proposal
+    from memarch.optimizers.space import SearchSpace
     from memarch.pipeline.space import ArchitectureSpace
 
 logger = logging.getLogger(__name__)
@@ -47,8 +49,9 @@ class RoundPlanner:
         self._last: dict[str, Any] = {}
 
     def plan(self, history: "History", space: "ArchitectureSpace", *, k: int | None = None,
-             taken: set[str] | None = None) -> list["Proposal"]:
-        """Up to ``k`` proposals for the next round; ``taken``: keys running or queued elsewhere."""
+             taken: set[str] | None = None, search_space: "SearchSpace | None" = None) -> list["Proposal"]:
+        """Up to ``k`` proposals for the next round; ``taken``: keys running or queued elsewhere.
+        With a full ``search_space`` one of them is a numeric move of a knob (see numeric.py)."""
         k = k or self.k
         if not history.records:
             return []
@@ -66,12 +69,17 @@ class RoundPlanner:
                     actions[field] = e.text
                     break
         gradient = self.diagnoser(diagnosis, actions)
+        move, numeric = None, []
+        if search_space is not None and search_space.mode == "full":
+            move, numeric = numeric_proposals(search_space, leader.result, tried, primary=gradient.primary_signal,
+                                              inert=inert)
         ctx = ProposalContext(space, history, champion, leader, diagnosis, gradient, obs, ledger, front,
-                              taken=set(taken or ()))
-        proposals = self.proposer.propose(ctx, k)
+                              taken=set(taken or ()) | {p.architecture.key() for p in numeric})
+        proposals = numeric + (self.proposer.propose(ctx, k - len(numeric)) if k > len(numeric) else [])
         if not proposals:
             logger.info("guided: every neighbour of the front is tried; the next trials come from the fallback sampler")
         self._last = {"diagnosis": diagnosis.to_dict(), "gradient": gradient.model_dump(),
+                      "numeric_move": move.to_dict() if move is not None else None,
                       "ledger": ledger.to_dict(), "champion": champion.architecture.key(),
                       "leader": leader.architecture.key(), "inert_modules": sorted(inert),
                       "observations": obs.to_dict(),

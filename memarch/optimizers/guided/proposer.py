@@ -199,7 +199,8 @@ class AttributionProposer:
                 enc.add(e)
             elif eff < 0 and e in enc and len(enc) > 1:
                 enc.discard(e)
-        cand = Architecture(tuple(enc), arch.store, arch.retrieve, arch.manage).canonical()
+        cand = ctx.space.fit_params(Architecture(tuple(enc), arch.store, arch.retrieve, arch.manage,
+                                                 params=arch.params)).canonical()
         if ctx.space.is_valid(cand):
             arch = cand
         arch = arch.canonical()

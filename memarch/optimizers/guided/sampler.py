@@ -80,7 +80,7 @@ class GuidedSampler(BaseSampler):
 
     # -- the sampler contract -----------------------------------------------------------------------
     def infer_relative_search_space(self, study: "Study", trial: "FrozenTrial") -> dict[str, "BaseDistribution"]:
-        return self.space.distributions()
+        return self.space.all_distributions()  # full space: a proposal's knob values too
 
     def sample_relative(self, study: "Study", trial: "FrozenTrial",
                         search_space: dict[str, "BaseDistribution"]) -> dict[str, Any]:
@@ -121,7 +121,7 @@ class GuidedSampler(BaseSampler):
 
     # -- rounds ---------------------------------------------------------------------------------------
     def _plan(self, history: History, held: set[str]) -> None:
-        proposals = self.planner.plan(history, self.space.space, k=self.k, taken=held)
+        proposals = self.planner.plan(history, self.space.space, k=self.k, taken=held, search_space=self.space)
         round_ = self.planner.artifacts()
         round_["round"] = len(self.rounds)
         round_["after_trials"] = len(history)

@@ -1,0 +1,136 @@
+"""Numeric moves of the guided search in the full space: a textual gradient on a knob read from the
+per-query traces ("retrieve.top_k 4 -> 8: 31% of the retrieve failures had the gold item at rank
+5-8"), and, without such evidence, one coordinate step of a knob of the leader."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memarch.optimizers.proposal import Proposal
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.trial import TrialResult
+
+if TYPE_CHECKING:
+    from memarch.optimizers.space import SearchSpace
+    from memarch.pipeline.knobs import Knob
+
+MIN_SHARE = 0.2  # share of the retrieve failures a move must be able to recover
+MIN_QUERIES = 2
+
+
+@dataclass
+class NumericMove:
+    """A recommended knob change with the evidence behind it.
+
+    Example::
+
+        NumericMove("retrieve.top_k", 4, 8, share=0.31, recovered=11, failures=35,
+                    text="retrieve.top_k 4 -> 8: 31% of the retrieve failures had the gold item at rank 5-8")
+    """
+
+    key: str
+    before: float | int
+    after: float | int
+    share: float
+    recovered: int
+    failures: int
+    text: str
+    evidence_ids: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _knob(space: "SearchSpace", arch: Architecture, key: str) -> tuple[str, "Knob"] | None:
+    """(optuna name, Knob) of ``key`` on the modules ``arch`` chooses."""
+    params = space.to_params(arch)
+    return next(((name, knob) for name, k, knob in space.chosen_knobs(params) if k == key), None)
+
+
+def top_k_move(result: TrialResult, space: "SearchSpace") -> NumericMove | None:
+    """``retrieve.top_k t -> 2t`` when at least `MIN_SHARE` of the retrieve failures had their gold
+    at rank t+1..2t of a deeper read, in reads that ``top_k`` (not the context budget) cut short.
+
+    Reads the ``gold_rank`` / ``read_items`` / ``top_k`` evidence the evaluation records for
+    retrieve failures (`memarch.benchmarks.attribution.gold_rank`); None without it.
+    """
+    arch = result.architecture
+    if arch is None or space.mode != "full":
+        return None
+    found = _knob(space, arch, "retrieve.top_k")
+    if found is None:
+        return None
+    _, knob = found
+    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"
+                and "gold_rank" in o.evidence]
+    if not failures:
+        return None
+    top_k = int(failures[0].evidence["top_k"])
+    after = min(int(knob.high), 2 * top_k)
+    if after <= top_k:
+        return None
+    hits = [o for o in failures if o.evidence["read_items"] >= top_k and o.evidence["gold_rank"] is not None
+            and top_k < o.evidence["gold_rank"] <= after]
+    share = len(hits) / len(failures)
+    if len(hits) < MIN_QUERIES or share < MIN_SHARE:
+        return None
+    text = (f"retrieve.top_k {top_k} -> {after}: {share:.0%} of the retrieve failures ({len(hits)} of "
+            f"{len(failures)}) had the gold item at rank {top_k + 1}-{after}")
+    return NumericMove("retrieve.top_k", top_k, after, round(share, 4), len(hits), len(failures), text,
+                       [o.query_id for o in hits[:5]])
+
+
+def with_knob(space: "SearchSpace", arch: Architecture, key: str, value: float | int) -> Architecture | None:
+    """``arch`` with one knob set (dropped from params when it is the default); None if not its knob."""
+    found = _knob(space, arch, key)
+    if found is None:
+        return None
+    params = space.to_params(arch)
+    params[found[0]] = found[1].coerce(value)
+    return space.from_params(params).canonical()
+
+
+def steps(knob: "Knob", value: float | int) -> list[float | int]:
+    """The values one coordinate step away: x2 and /2 on a log scale, +-1/4 of the range otherwise;
+    clamped, rounded for int knobs, without the current value."""
+    if knob.log:
+        cands = [value * 2, value / 2]
+    else:
+        width = (knob.high - knob.low) / 4
+        cands = [value + width, value - width]
+    out = []
+    for c in cands:
+        c = min(knob.high, max(knob.low, c))
+        c = int(round(c)) if knob.kind == "int" else round(float(c), 4)
+        if c != value and c not in out:
+            out.append(c)
+    return out
+
+
+def numeric_proposals(space: "SearchSpace", leader: TrialResult, blocked: set[str], *, primary: str = "",
+                      inert: set[str] = frozenset()) -> tuple[NumericMove | None, list[Proposal]]:
+    """The round's numeric proposal (at most one) for the leader: the trace-backed move when there
+    is one, else one untried coordinate step of a knob (modules the gradient points at first, inert
+    ones never). ``blocked``: keys already tried, running or queued."""
+    arch = leader.architecture
+    if arch is None or space.mode != "full":
+        return None, []
+    move = top_k_move(leader, space)
+    parent = arch.key()
+    if move is not None:
+        cand = with_knob(space, arch, move.key, move.after)
+        if cand is not None and cand.key() not in blocked:
+            return move, [Proposal(cand, role="exploit", edit=f"{move.key}: {move.before} -> {move.after}",
+                                   parent=parent, reason=move.text)]
+    params = space.to_params(arch)
+    chosen = [(key, knob) for _, key, knob in space.chosen_knobs(params)
+              if key.split(".", 1)[0].split(":", 1)[0] not in inert]
+    chosen.sort(key=lambda kk: not kk[0].startswith(primary) if primary else False)
+    for key, knob in chosen:
+        current = arch.param_dict.get(key, space.default(key, knob))
+        for value in steps(knob, current):
+            cand = with_knob(space, arch, key, value)
+            if cand is not None and cand.key() not in blocked:
+                return move, [Proposal(cand, role="explore", edit=f"{key}: {current} -> {value}", parent=parent,
+                                       reason="one coordinate step of a knob")]
+    return move, []
