@@ -77,6 +77,15 @@ def test_repair_and_edits_keep_the_knobs_of_the_modules_that_stay(conv):
     assert moved.param_dict == {"manage.decay": 0.9} and conv.is_valid(moved)
 
 
+def test_a_cached_result_is_never_shared_across_knob_values():
+    from memarch.optimizers.metric import CachedMetric
+
+    metric = CachedMetric(lambda arch, data: TrialResult(arch, "x", data, float(len(arch.params))))
+    tuned = BASE.replace(params={"retrieve.top_k": 8})
+    assert [metric(a, "search").objective for a in (BASE, tuned, BASE, tuned)] == [0.0, 1.0, 0.0, 1.0]
+    assert metric.evaluations == 2
+
+
 def test_knob_declarations_are_checked():
     with pytest.raises(ValueError, match="outside"):
         Knob("x", "int", 1, 4, default=9)
@@ -296,3 +305,15 @@ def test_cli_compile_full_space_and_evaluate_an_architecture_with_params(tmp_pat
     assert main(["validate", str(arch)]) == 2
     err = capsys.readouterr().err.strip()
     assert "[knob-known]" in err and "retrieve.topk" in err and len(err.splitlines()) == 1
+
+
+def test_knobs_whose_moves_changed_nothing_are_not_stepped_again(full):
+    from memarch.optimizers.guided.ledger import INERT, Ledger, LedgerEntry
+
+    ledger = Ledger([LedgerEntry("p", "retrieve.top_k: 4 -> 8", {"parent_trial": 0}, INERT),
+                     LedgerEntry("p", "retrieve.pool: 50 -> 100", {"parent_trial": 0}, INERT),
+                     LedgerEntry("p", "retrieve.pool: 50 -> 25", {"parent_trial": 0}, "refuted"),
+                     LedgerEntry("p", "retrieve: hybrid -> mmr", {"parent_trial": 0}, INERT)])
+    assert ledger.inert_knobs() == {"retrieve.top_k"} and ledger.inert_fields() == set()
+    _, [step] = numeric_proposals(full, _trace([None]), set(), primary="retrieve", inert_knobs=ledger.inert_knobs())
+    assert step.edit == "retrieve.pool: 50 -> 100"

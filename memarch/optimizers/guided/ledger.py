@@ -95,6 +95,15 @@ class Ledger:
                 counts[f] = counts.get(f, 0) + 1
         return {f for f, n in counts.items() if n >= min_evidence} - self.moved_fields()
 
+    def inert_knobs(self) -> set[str]:
+        """Knobs (``retrieve.top_k``) whose measured moves all changed nothing, none that did."""
+        moves: dict[str, set[bool]] = {}
+        for e in self.entries:
+            head = e.edit.split(": ", 1)[0]
+            if "." in head and ";" not in e.edit and "parent_trial" in e.evidence:
+                moves.setdefault(head, set()).add(e.status == INERT)
+        return {k for k, inert in moves.items() if inert == {True}}
+
     def is_dead_end(self, edit: str) -> bool:
         return edit in self.dead_ends()
 

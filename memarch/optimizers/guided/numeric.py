@@ -108,10 +108,12 @@ def steps(knob: "Knob", value: float | int) -> list[float | int]:
 
 
 def numeric_proposals(space: "SearchSpace", leader: TrialResult, blocked: set[str], *, primary: str = "",
-                      inert: set[str] = frozenset()) -> tuple[NumericMove | None, list[Proposal]]:
+                      inert: set[str] = frozenset(), inert_knobs: set[str] = frozenset()
+                      ) -> tuple[NumericMove | None, list[Proposal]]:
     """The round's numeric proposal (at most one) for the leader: the trace-backed move when there
-    is one, else one untried coordinate step of a knob (modules the gradient points at first, inert
-    ones never). ``blocked``: keys already tried, running or queued."""
+    is one, else one untried coordinate step of a knob (modules the gradient points at first; knobs
+    of inert modules, and ``inert_knobs`` whose moves changed nothing measured, never).
+    ``blocked``: keys already tried, running or queued."""
     arch = leader.architecture
     if arch is None or space.mode != "full":
         return None, []
@@ -124,7 +126,7 @@ def numeric_proposals(space: "SearchSpace", leader: TrialResult, blocked: set[st
                                    parent=parent, reason=move.text)]
     params = space.to_params(arch)
     chosen = [(key, knob) for _, key, knob in space.chosen_knobs(params)
-              if key.split(".", 1)[0].split(":", 1)[0] not in inert]
+              if key.split(".", 1)[0].split(":", 1)[0] not in inert and key not in inert_knobs]
     chosen.sort(key=lambda kk: not kk[0].startswith(primary) if primary else False)
     for key, knob in chosen:
         current = arch.param_dict.get(key, space.default(key, knob))

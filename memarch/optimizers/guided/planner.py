@@ -72,7 +72,7 @@ class RoundPlanner:
         move, numeric = None, []
         if search_space is not None and search_space.mode == "full":
             move, numeric = numeric_proposals(search_space, leader.result, tried, primary=gradient.primary_signal,
-                                              inert=inert)
+                                              inert=inert, inert_knobs=ledger.inert_knobs())
         ctx = ProposalContext(space, history, champion, leader, diagnosis, gradient, obs, ledger, front,
                               taken=set(taken or ()) | {p.architecture.key() for p in numeric})
         proposals = numeric + (self.proposer.propose(ctx, k - len(numeric)) if k > len(numeric) else [])
