@@ -317,3 +317,12 @@ def test_knobs_whose_moves_changed_nothing_are_not_stepped_again(full):
     assert ledger.inert_knobs() == {"retrieve.top_k"} and ledger.inert_fields() == set()
     _, [step] = numeric_proposals(full, _trace([None]), set(), primary="retrieve", inert_knobs=ledger.inert_knobs())
     assert step.edit == "retrieve.pool: 50 -> 100"
+
+
+def test_bruteforce_in_the_full_space_enumerates_at_default_knobs(full):
+    from memarch.optimizers.strategies import make_sampler
+
+    study = _run(full, make_sampler("bruteforce", full, seed=0), 8)
+    done = [Architecture.from_dict(t.user_attrs[ARCH_ATTR]) for t in study.trials
+            if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == 8 and all(not a.params for a in done) and len({a.key() for a in done}) == 8

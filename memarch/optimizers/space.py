@@ -173,6 +173,7 @@ class SearchSpace:
         for name, key, knob in self.chosen_knobs(params):
             if name in params:
                 value = knob.coerce(params[name])
+                value = round(value, 6) if isinstance(value, float) else value  # as Architecture keeps it
                 if value != self.default(key, knob):
                     knobs[key] = value
         return Architecture(enc, params["store"], params["retrieve"], params["manage"], params=knobs)
