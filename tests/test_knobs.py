@@ -293,6 +293,7 @@ def test_cli_compile_full_space_and_evaluate_an_architecture_with_params(tmp_pat
     assert any("." in name for t in study.trials for name in t.params)  # knobs were drawn
     saved = json.loads((tmp_path / "p.json").read_text())
     assert MemoryProgram.load(tmp_path / "p.json").architecture == Architecture.from_dict(saved["architecture"])
+    assert saved["evaluation"]["top_k"] == saved["top_k"]  # the record says what the trials read with
     # A study of the full space is not resumed as a categorical one.
     assert main(args + ["--resume"]) == 2
     assert "another space" in capsys.readouterr().err
@@ -326,3 +327,18 @@ def test_bruteforce_in_the_full_space_enumerates_at_default_knobs(full):
     done = [Architecture.from_dict(t.user_attrs[ARCH_ATTR]) for t in study.trials
             if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(done) == 8 and all(not a.params for a in done) and len({a.key() for a in done}) == 8
+
+
+def test_compiled_program_and_its_record_read_with_the_pick_top_k(hash_resources):
+    from types import SimpleNamespace
+
+    from memarch.optimizers.compile import MemarchOptimizer
+    from memarch.optimizers.metric import BenchmarkMetric
+
+    metric = BenchmarkMetric(GeneratedConversations(seed=1, conversations=1), resources=hash_resources)
+    opt = MemarchOptimizer(metric, strategy="random", budget=1, resources=hash_resources, space_mode="full")
+    best = SimpleNamespace(objective=0.5, result=SimpleNamespace(metadata={"objective": "answer_span"}))
+    program = opt._program(BASE.replace(params={"retrieve.top_k": 8}), best, 0.4, None)
+    assert program.top_k == 8 and program.evaluation.top_k == 8
+    assert opt._program(BASE, best, 0.4, None).evaluation.top_k == 20
+    assert opt.search_space(ArchitectureSpace("conversation", lm_available=False)).defaults == {"retrieve.top_k": 20}

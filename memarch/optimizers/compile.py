@@ -3,6 +3,7 @@ valset=...)`` searches on the train data, picks the architecture on validation, 
 and returns (and saves) a new `MemoryProgram`; the student is never mutated."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -245,6 +246,8 @@ class MemarchOptimizer:
                       "test": None if test_result is None or test_result.failed else test_result.objective}
             program.evaluation = record(objective=objective, scores={
                 split: v if v is not None and math.isfinite(v) else None for split, v in scores.items()})
+            if program.evaluation.top_k != program.top_k:  # the pick's retrieve.top_k knob: what its trials read
+                program.evaluation = dataclasses.replace(program.evaluation, top_k=program.top_k)
         return program
 
     def _choose(self, history: History, valset: Any) -> tuple[Architecture, dict[str, float]]:
