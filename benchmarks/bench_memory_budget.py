@@ -11,6 +11,11 @@ import argparse
 import json
 import statistics
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+from bench_spread import paired_interval  # noqa: E402  (a sibling script)
 
 MANAGERS = ("lightweight", "json_full", "tool_manager", "graph_consolidate")
 
@@ -62,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     columns = ["unlimited"] + [b.spec for b in budgets]
     cells: list[dict] = []
     for archs in sets:
-        rows = []
+        rows, per_query = [], {}
         for arch in archs:
             scores = []
             for b in [None] + budgets:
@@ -74,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                               "error": r.error, "memory_items": r.cost.get("memory_items"), "policy": kept,
                               "wall_s": r.cost.get("wall_s")})
                 scores.append(float("nan") if r.failed else r.objective)
+                per_query[(arch.key(), cells[-1]["budget"])] = [o.score for o in r.outcomes]
                 print(f"  {arch.key():<36} {cells[-1]['budget']:>9}  {r.objective:.4f}  items "
                       f"{r.cost.get('memory_items', 0):g}  {kept or ''}  {r.cost['wall_s']:.0f} s", flush=True)
             rows.append((arch, scores))
@@ -84,8 +90,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {arch.manage} | {arch.key()} | " + " | ".join(f"{s:.4f}" for s in scores) + " |")
         for j, col in enumerate(columns):
             vals = [s[j] for _, s in rows]
+            best = max(rows, key=lambda row: row[1][j])[0].key()
+            worst = min(rows, key=lambda row: row[1][j])[0].key()
+            lo, hi = paired_interval(per_query[(best, col)], per_query[(worst, col)])
             print(f"spread at {col}: {max(vals) - min(vals):.4f} (max {max(vals):.4f}, min {min(vals):.4f}, "
-                  f"median {statistics.median(vals):.4f})")
+                  f"median {statistics.median(vals):.4f}; best - worst paired over the same questions, "
+                  f"95% bootstrap [{lo:+.4f}, {hi:+.4f}])")
         print()
     if args.json:
         with open(args.json, "w") as f:
