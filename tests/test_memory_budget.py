@@ -71,7 +71,8 @@ def _check_accounting(program: MemoryProgram, admitted: set[str]) -> None:
         assert last.reason, (it.id, last)
         if it.status == "superseded" and last.reason.startswith("budget:"):
             survivor = records[last.related[0]]
-            assert any(e.action == "merged_from" and it.id in e.related for e in survivor.lineage), it.id
+            assert any(e.action in ("merged_from", "supersedes") and it.id in e.related
+                       for e in survivor.lineage), it.id
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -219,6 +220,24 @@ def test_lm_rewrites_the_summary_and_a_bad_answer_is_a_counted_fallback(hash_res
     manager.enforce_budget(store, "default")
     assert manager._compressor.fallbacks == 1 and manager.budget_stats["lm_texts"] == 0
     assert active_tokens(store, "default") <= 20
+
+
+@pytest.mark.parametrize("index", [1, 3])
+def test_json_full_and_graph_consolidate_write_merged_text_with_the_lm(hash_res, index):
+    items = [fact("alice plays the guitar every sunday evening", ep=f"e{i}", when=f"2023-01-0{i + 1}")
+             for i in range(3)]
+    items[1].text += " again"
+    items[2].text += " now"
+    resources, _ = with_lm(hash_res, [{"general_memory": "Alice plays guitar on Sundays."}] * 4)
+    manager = MANAGERS[index](resources, memory_budget=20, dedup_threshold=0.99, generalise=False,
+                              budget_merge_threshold=0.7)
+    store = GraphStore(resources)
+    for it in items:
+        store.add(manager.on_insert([it], store))
+    manager.enforce_budget(store, "default")
+    merged = next(it for it in store.list() if it.text == "Alice plays guitar on Sundays.")
+    assert manager.budget_stats["lm_texts"] == 1 and len(merged.fields["merged_from"]) >= 2
+    assert manager.budget_judge.lm_requests == 1 and manager.budget_judge.fallbacks == 0
 
 
 def test_budget_config_and_saved_program_round_trip(hash_res, tmp_path):
