@@ -90,6 +90,15 @@ class SavedProgram:
             self.overridden.append("data contents")
         return bench
 
+    def set_memory_budget(self, tokens: int) -> None:
+        """``--memory-budget`` over the file's own (noted as a changed setting when it differs)."""
+        config = dict(self.data.get("config") or {})
+        manager = dict(config.get("manager") or {})
+        if manager.get("memory_budget") != tokens:
+            self.overridden.append("memory budget")
+        config["manager"] = {**manager, "memory_budget": tokens}
+        self.data = {**self.data, "config": config}
+
     def build(self, resources: Any) -> Any:
         """A fresh program: architecture, top_k, budget, config and instructions, no memory bank."""
         from memarch.pipeline.program import MemoryProgram

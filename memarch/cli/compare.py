@@ -60,7 +60,8 @@ def compare_main(args, strategies: list[str], roles) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     png = cmp.plot(out / f"compare-{args.benchmark}.png")
-    table = objective_line(metric) + "\n" + space_line(space, args.space) + "\n" + cmp.table()
+    budget = f"{metric.memory_budget.describe()}\n" if metric.memory_budget is not None else ""
+    table = objective_line(metric) + "\n" + space_line(space, args.space) + "\n" + budget + cmp.table()
     (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
     (out / f"compare-{args.benchmark}.json").write_text(json.dumps(
         {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,

@@ -40,6 +40,9 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
     p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default all-MiniLM-L6-v2)")
     add_objective_argument(p)
+    from memarch.cli._memory_budget import add_memory_budget_argument
+
+    add_memory_budget_argument(p)
     p.add_argument("--storage", default=DEFAULT_STORAGE, help=f"Optuna storage URL (default {DEFAULT_STORAGE}; "
                    "postgresql://user@host/db lets several machines share a study; 'memory' for none)")
     p.add_argument("--study-name", default=None, help="study name (default from family, strategy and seed)")
@@ -135,7 +138,14 @@ def build_metric(args, resources):
             from memarch.benchmarks.reader import AnswerJudge
 
             metric.kwargs["judge"] = AnswerJudge(resources)
-    return CachedMetric(metric)
+    from memarch.cli._memory_budget import resolve_memory_budget
+
+    memory_budget = resolve_memory_budget(args, metric.benchmark)
+    if memory_budget is not None:  # every trial's program (and the compiled one) keeps it
+        metric.kwargs["config"] = memory_budget.config()
+    cached = CachedMetric(metric)
+    cached.memory_budget = memory_budget
+    return cached
 
 
 def storage_url(args) -> str | None:
@@ -218,6 +228,8 @@ def _compile(args, strategies: list[str], roles) -> int:
     out = Path(args.out)
     print(objective_line(metric))
     print(space_line(space, args.space))
+    if metric.memory_budget is not None:
+        print(metric.memory_budget.describe())
     best = None
     for strategy in strategies:
         for seed in range(args.seeds or 1):
@@ -249,8 +261,9 @@ def _compile(args, strategies: list[str], roles) -> int:
     program.save(path, include_memory=False)
     print(f"compiled: {rep.architecture.key()} (chosen on validation {rep.validation_score:.4f}; "
           f"test {rep.test_score:.4f})")
-    print(f"program saved to {path} (top_k {program.top_k}, context budget {program.budget_tokens} words, as its "
-          f"trials read; `memarch evaluate --program {path}` re-scores it)")
+    print(f"program saved to {path} (top_k {program.top_k}, context budget {program.budget_tokens} words, "
+          + (f"memory budget {metric.memory_budget.tokens} tokens per namespace, " if metric.memory_budget else "")
+          + f"as its trials read; `memarch evaluate --program {path}` re-scores it)")
     if not args.no_tracking:
         print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
     logging.getLogger(__name__).info("study %s", rep.study_name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from memarch.cli._memory_budget import add_memory_budget_argument, resolve_memory_budget
 from memarch.cli._objective import add_objective_argument, check_objective
 from memarch.errors import MemarchError
 
@@ -32,6 +33,7 @@ def add_arguments(p) -> None:
     p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default: all-MiniLM-L6-v2)")
     p.add_argument("--judge", action="store_true", help="with an LM: also score answers with the LM judge")
     add_objective_argument(p)
+    add_memory_budget_argument(p)
     p.add_argument("--json", default=None, help="also write the full TrialResult (outcomes, attribution) here")
     try:
         from memarch.lm.arguments import add_lm_arguments
@@ -122,6 +124,10 @@ def _print(result) -> None:
     if tokens:
         print("  LM cost: " + ", ".join(f"{k}={v:g}" for k, v in sorted(tokens.items())))
     _print_fallbacks(result)
+    kept = result.metadata.get("memory_budget")
+    if kept:
+        print(f"  memory budget {kept['tokens']} tokens per namespace: " + ", ".join(
+            f"{k} {v}" for k, v in kept.items() if k not in ("tokens", "passes")) + f" (over {kept['passes']} writes)")
     print(f"  memory items: {result.cost.get('memory_items', 0):g}; time: {result.cost['wall_s']:.2f} s "
           f"(write {result.cost.get('write_s', 0):.2f} s, read {result.cost.get('read_s', 0):.2f} s)")
 
@@ -167,6 +173,10 @@ def run(args) -> int:
     bench = _benchmark(args) if bench is None else bench
     lm_spec = getattr(args, "lm", "none") or "none"
     _check(args, arch, bench, lm_available=lm_spec != "none")
+    memory_budget = resolve_memory_budget(args, bench)
+    config = memory_budget.config() if memory_budget else None
+    if saved and memory_budget:
+        saved.set_memory_budget(memory_budget.tokens)
     objective = getattr(args, "objective", None) or (saved.record.objective if saved and saved.record else None)
     if lm_spec == "none" and objective in ("qa_f1", "judge"):
         scored = f" ({args.program} was scored with one)" if saved else ""
@@ -177,7 +187,8 @@ def run(args) -> int:
 
         resources = Resources(embedder=embedder)
         result = evaluate(saved.build(resources) if saved else arch, bench, split=args.split, resources=resources,
-                          budget_tokens=args.budget, top_k=args.top_k, limit=args.limit, objective=objective)
+                          budget_tokens=args.budget, top_k=args.top_k, limit=args.limit, objective=objective,
+                          config=config)
     else:
         try:
             from memarch.lm.arguments import roles_from_args
@@ -191,9 +202,11 @@ def run(args) -> int:
                 bench.agent_lm = resources.lm
             result = evaluate(saved.build(resources) if saved else arch, bench, split=args.split,
                               resources=resources, budget_tokens=args.budget, top_k=args.top_k, limit=args.limit,
-                              reader=MemoryReader(resources), objective=objective or "qa_f1",
+                              reader=MemoryReader(resources), objective=objective or "qa_f1", config=config,
                               judge=AnswerJudge(resources) if args.judge or objective == "judge" else None)
     _print(result)
+    if memory_budget:
+        print(f"  {memory_budget.describe()}")
     if saved:
         print("\n".join(saved.describe()))
         line = saved.comparison(result)

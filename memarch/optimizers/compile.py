@@ -237,7 +237,8 @@ class MemarchOptimizer:
 
         settings = getattr(self.metric, "program_settings", None)
         program = MemoryProgram(pick, resources=self.resources or Resources(lm=self.lm),
-                                **(settings() if settings is not None else {}))
+                                **(settings() if settings is not None else {}),
+                                config=getattr(self.metric, "kwargs", {}).get("config"))  # e.g. a memory budget
         record = getattr(self.metric, "evaluation_record", None)
         objective = (test_result.metadata.get("objective") if test_result is not None else None) \
             or (best.result.metadata.get("objective") if best is not None else None)

@@ -147,6 +147,9 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         result.split = split
         if program is not None:
             result.cost["memory_items"] = float(sum(program.store.count(ns) for ns in program.store.namespaces()))
+            if program.manager.memory_budget is not None:  # what keeping it cost, counted
+                result.metadata["memory_budget"] = {"tokens": program.manager.memory_budget,
+                                                    **program.manager.budget_stats}
     except Exception as exc:  # a trial fails, not the study
         log.warning("trial %s on %s failed: %s", arch, bench_name, exc)
         named = "task_score" if isinstance(benchmark, TaskBenchmark) else objective

@@ -41,7 +41,8 @@ class MemoryProgram(dspy.Module):
         budget_tokens: context budget in words (None: unlimited).
         config: per-module keyword arguments, ``{"store": {...}, "retriever": {...},
             "manager": {...}, "encoder:tip": {...}}``; the architecture's ``params`` (module knobs)
-            are applied over it.
+            are applied over it; ``{"manager": {"memory_budget": N}}`` caps every namespace at N
+            tokens of active memory after each write.
 
     ``evaluation`` (an `EvaluationRecord`, set by compile) says how the program's reported scores
     were measured; ``memarch evaluate --program FILE`` reproduces them from it.
@@ -92,6 +93,9 @@ class MemoryProgram(dspy.Module):
         self.episodes_written[ns] = self.episodes_written.get(ns, 0) + 1
         if self.manager.period and self.episodes_written[ns] % self.manager.period == 0:
             self.manager.periodic(self.store, ns)
+        # The memory budget is a hard limit after every write, whatever the passes above added.
+        for written in dict.fromkeys([ns, *(it.namespace for it in kept)]):
+            self.manager.enforce_budget(self.store, written)
         return kept
 
     def write_many(self, episodes: list[Episode]) -> int:

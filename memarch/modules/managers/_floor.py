@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from memarch.modules.managers._budget import active_tokens, prune_lowest, replace_with
 from memarch.modules.managers._conflicts import (
     keys_compatible, newer_or_equal, opposite_outcomes, same_key, signature,
 )
@@ -50,7 +51,8 @@ class FloorManager(Manager):
     failure, 0.25), ``decay`` (strength kept per episode without use, 1.0 = none), ``max_items``
     (size cap, 300), ``min_utility`` (audit floor, 0.1), ``curate_failures`` (failures with no
     success that make an item misleading, 3), ``family`` (override the family inferred from the
-    episodes / item kinds), ``period`` (episodes between periodic passes, 10).
+    episodes / item kinds), ``period`` (episodes between periodic passes, 10), ``memory_budget``
+    (tokens of active items per namespace after any write, None = unlimited; see `fit_budget`).
 
     Family-aware defaults: for ``conversation`` memory (see `CONVERSATION_DEFAULTS`) dedup and
     merge need cosine 0.98, and there is no size cap, utility floor or generalisation, unless the
@@ -308,12 +310,41 @@ class FloorManager(Manager):
         store.delete(item.id, item.namespace, reason=reason, actor=self.actor,
                      at=self.at(store, item.namespace), status="deleted", related=related)
 
+    # -- memory budget ---------------------------------------------------------------------------
+    def fit_budget(self, store: Store, namespace: str, budget: int) -> None:
+        """The preset's rewrites (`budget_steps`: merge, compress, generalise) while the namespace is
+        over budget, then the floor's rule: prune the lowest utility first, ties oldest first."""
+        for step in self.budget_steps():
+            if active_tokens(store, namespace) <= budget:
+                return
+            step(store, namespace, budget)
+        now = self.tick(store, namespace)
+        prune_lowest(self, store, namespace, budget, lambda it: self.utility(it, now), _age_order,
+                     "pruned lowest utility")
+
+    def budget_steps(self) -> list:
+        """``step(store, namespace, budget)`` rewrites run before anything is dropped (none here)."""
+        return []
+
+    def replace(self, members: list[MemoryItem], item: MemoryItem, store: Store, reason: str) -> MemoryItem:
+        """``item`` replaces ``members`` (merged / compressed / generalised, "budget: ..." reason): it
+        counts as written when the freshest of them was, so decay treats it as they were treated."""
+        ticks = [t for t in (_last_touch(m) for m in members) if t is not None]
+        item.log("admitted", self.actor, "written by the memory-budget policy",
+                 at=self.at(store, item.namespace, item.event_time), tick=max(ticks) if ticks else self.tick(store, item.namespace))
+        return replace_with(self, members, item, store, reason)
+
 
 def _admitted_tick(item: MemoryItem) -> int | None:
     for e in item.lineage:
         if e.action == "admitted" and isinstance(e.data.get("tick"), int):
             return e.data["tick"]
     return None
+
+
+def _age_order(item: MemoryItem) -> tuple:
+    """Oldest first: the event time, then the episode it was admitted in."""
+    return item.event_time or "", _admitted_tick(item) or 0
 
 
 def _last_touch(item: MemoryItem) -> int | None:

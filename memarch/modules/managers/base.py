@@ -1,12 +1,14 @@
 """The `Manager` contract: how memory evolves. Hooks run on insert, after each episode, on
-retrieval feedback, and periodically; every change is written into the items' lineage and
-nothing is silently dropped (deletions are tombstones with a reason)."""
+retrieval feedback, periodically, and after every write to keep the ``memory_budget``; every
+change is written into the items' lineage and nothing is silently dropped (deletions are
+tombstones with a reason)."""
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 import dspy
 
+from memarch.modules.managers._budget import active_tokens, new_stats, parse_budget, prune_lowest, refuse_oversized
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem
@@ -23,6 +25,9 @@ class Manager(dspy.Module):
         self.resources = resources or Resources()
         self.config = dict(config)
         self.period = int(config.get("period", type(self).period))
+        # Tokens (`count_tokens`) of active items a namespace may keep after any write; None: no limit.
+        self.memory_budget = parse_budget(config.get("memory_budget"))
+        self.budget_stats = new_stats()
 
     @property
     def actor(self) -> str:
@@ -40,6 +45,30 @@ class Manager(dspy.Module):
 
     def periodic(self, store: Store, namespace: str) -> None:
         """Every ``period`` episodes: curation, utility audit, size-capped prune."""
+
+    def enforce_budget(self, store: Store, namespace: str) -> None:
+        """Hard limit, run after every write: afterwards the namespace's active tokens are at most
+        ``memory_budget``. An item larger than the whole budget is refused (a tombstone, never
+        truncated); then the manager's own policy (`fit_budget`) makes room; whatever it leaves
+        over is pruned lowest utility first, so the limit holds whatever the policy did."""
+        budget = self.memory_budget
+        if budget is None:
+            return
+        self.budget_stats["passes"] += 1
+        refuse_oversized(self, store, namespace, budget)
+        if active_tokens(store, namespace) <= budget:
+            return
+        self.fit_budget(store, namespace, budget)
+        if active_tokens(store, namespace) > budget:
+            order = {it.id: i for i, it in enumerate(store.list(namespace))}
+            prune_lowest(self, store, namespace, budget, lambda it: it.usage.strength, lambda it: order[it.id],
+                         "pruned after the policy")
+
+    def fit_budget(self, store: Store, namespace: str, budget: int) -> None:
+        """The manager's budget policy (subclasses); the contract's default prunes in `enforce_budget`."""
+
+    def tombstone(self, item: MemoryItem, store: Store, reason: str, related: list[str] | None = None) -> None:
+        store.delete(item.id, item.namespace, reason=reason, actor=self.actor, status="deleted", related=related)
 
     def forward(self, items: list[MemoryItem], store: Store) -> list[MemoryItem]:
         return self.on_insert(items, store)

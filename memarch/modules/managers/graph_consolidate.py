@@ -7,6 +7,7 @@ from typing import Any
 
 import dspy
 
+from memarch.modules.managers._budget_policies import generalise_groups
 from memarch.modules.managers._consolidation import clusters, general_item, medoid, merge_cluster
 from memarch.modules.managers._floor import FloorManager, floor_knobs
 from memarch.modules.managers._judge import Judge
@@ -63,7 +64,14 @@ class GraphConsolidateManager(FloorManager):
 
     Config (beyond the floor's): ``merge_threshold`` (0.92), ``generalise`` (True; False by
     default for conversation memory), ``generalise_threshold`` (0.75), ``generalise_min`` (3) /
-    ``generalise_max`` (8) members, ``edge_delta`` (0.1), ``max_generalisations`` (5 a pass).
+    ``generalise_max`` (8) members, ``edge_delta`` (0.1), ``max_generalisations`` (5 a pass),
+    ``budget_merge_threshold`` (0.8), ``neighbour_threshold`` (0.6).
+
+    Memory budget (``memory_budget``): over budget, groups of related memories (near-duplicates at
+    cosine >= ``budget_merge_threshold``, and graph neighbours over SIMILAR / COOCCURS / REINFORCES
+    edges at cosine >= ``neighbour_threshold``; at most ``generalise_max`` each, largest first)
+    become one generalised node each (LM: `GeneraliseMemories`; LM-free: the medoid's text) before
+    the lowest utility is pruned.
     """
 
     def __init__(self, resources: Resources | None = None, **config: Any):
@@ -77,6 +85,15 @@ class GraphConsolidateManager(FloorManager):
         self.generalise = bool(config.get("generalise", True))
         self.generaliser = dspy.Predict(GeneraliseMemories)
         self._generaliser = Judge(self.generaliser, self.resources, self.actor)
+        self.budget_merge_threshold = float(config.get("budget_merge_threshold", 0.8))
+        self.neighbour_threshold = float(config.get("neighbour_threshold", 0.6))
+
+    @property
+    def budget_judge(self) -> Judge:
+        return self._generaliser
+
+    def budget_steps(self) -> list:
+        return [lambda *a: generalise_groups(self, *a)]
 
     # -- feedback: edge weights ------------------------------------------------------------------
     def feedback(self, retrieval: Retrieval, success: bool | None, store: Store) -> None:

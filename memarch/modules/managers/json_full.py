@@ -7,13 +7,14 @@ from typing import Any
 
 import dspy
 
+from memarch.modules.managers._budget_policies import merge_near_duplicates, resolve_key_conflicts
 from memarch.modules.managers._conflicts import describe
 from memarch.modules.managers._consolidation import clusters, merge_cluster
 from memarch.modules.managers._floor import FloorManager, floor_knobs
 from memarch.modules.managers._judge import Judge
 from memarch.modules.managers._promotion import promote_workflows
 from memarch.modules.managers._reflection import reflect
-from memarch.modules.signatures.managers import CorrectMemory, ResolveConflict
+from memarch.modules.signatures.managers import CorrectMemory, GeneraliseMemories, ResolveConflict
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem
@@ -46,7 +47,13 @@ class JsonFullManager(FloorManager):
     Config (beyond the floor's): ``merge_threshold`` (0.9), ``max_conflicts`` (5),
     ``reflect_failures`` (failures that trigger a reflection, 2), ``max_reflections`` (5 a pass),
     ``workflow_min_steps`` (2),
-    ``workflow_coverage`` (0.6: the shared steps must cover this share of both trajectories).
+    ``workflow_coverage`` (0.6: the shared steps must cover this share of both trajectories),
+    ``budget_merge_threshold`` (0.85).
+
+    Memory budget (``memory_budget``): over budget it first resolves conflicts (one value per
+    key, the newest), then merges near-duplicates at cosine >= ``budget_merge_threshold``
+    across kinds (LM: `GeneraliseMemories` writes the merged text; LM-free: the most useful member
+    survives), and only then prunes the lowest utility.
     """
 
     dedup_threshold = 0.88
@@ -65,6 +72,16 @@ class JsonFullManager(FloorManager):
         self._resolver = Judge(self.resolve, self.resources, self.actor)
         self._corrector = Judge(self.correct, self.resources, self.actor)
         self._conflict_budget = self.max_conflicts
+        self.budget_merge_threshold = float(config.get("budget_merge_threshold", 0.85))
+        self.merger = dspy.Predict(GeneraliseMemories)
+        self._merger = Judge(self.merger, self.resources, self.actor)
+
+    @property
+    def budget_judge(self) -> Judge:
+        return self._merger
+
+    def budget_steps(self) -> list:
+        return [lambda *a: resolve_key_conflicts(self, *a), lambda *a: merge_near_duplicates(self, *a)]
 
     def begin_run(self) -> None:
         self._conflict_budget = self.max_conflicts

@@ -23,6 +23,9 @@ class LightweightManager(FloorManager):
         manager.periodic(store, "default")       # "pruned: low utility" tombstones
 
     Config: the floor's keys (see `FloorManager`); ``decay`` defaults to 0.95.
+
+    Memory budget (``memory_budget``): no rewrite; over budget it prunes the lowest utility
+    first (decayed strength, so the longest unused), ties oldest first.
     """
 
     decay = 0.95

@@ -6,11 +6,12 @@ from typing import Any
 
 import dspy
 
+from memarch.modules.managers._budget_policies import compress
 from memarch.modules.managers._floor import FloorManager, floor_knobs
 from memarch.modules.managers._judge import Judge
 from memarch.modules.managers._promotion import promote_workflows, review_shortcuts
 from memarch.modules.managers._reflection import reflect
-from memarch.modules.signatures.managers import CorrectMemory
+from memarch.modules.signatures.managers import CorrectMemory, GeneraliseMemories
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.registry import register
@@ -41,7 +42,15 @@ class ToolManager(FloorManager):
 
     Config (beyond the floor's): ``shortcut_support`` (2), ``workflow_min_steps`` (2),
     ``workflow_coverage`` (0.6: the shared steps must cover this share of both trajectories),
-    ``reflect_failures`` (2), ``max_reflections`` (5 a pass).
+    ``reflect_failures`` (2), ``max_reflections`` (5 a pass), ``compress_window`` (8 items),
+    ``compress_ratio`` (0.5).
+
+    Memory budget (``memory_budget``): over budget it compresses before it drops, oldest first.
+    Experience memory: a trajectory whose pattern became a workflow folds into that workflow, any
+    other becomes a shortcut of its bare actions. Conversation memory: runs of up to
+    ``compress_window`` consecutive items of one session become one summary of at most
+    ``compress_ratio`` of their tokens (LM: `GeneraliseMemories`; LM-free: the sentences with the
+    most content words). Then the lowest utility is pruned.
     """
 
     def __init__(self, resources: Resources | None = None, **config: Any):
@@ -53,6 +62,17 @@ class ToolManager(FloorManager):
         self.max_reflections = int(config.get("max_reflections", 5))
         self.correct = dspy.Predict(CorrectMemory)
         self._corrector = Judge(self.correct, self.resources, self.actor)
+        self.compress_window = int(config.get("compress_window", 8))
+        self.compress_ratio = float(config.get("compress_ratio", 0.5))
+        self.compressor = dspy.Predict(GeneraliseMemories)
+        self._compressor = Judge(self.compressor, self.resources, self.actor)
+
+    @property
+    def budget_judge(self) -> Judge:
+        return self._compressor
+
+    def budget_steps(self) -> list:
+        return [lambda *a: compress(self, *a)]
 
     def after_episode(self, episode: Episode, store: Store) -> None:
         ns = episode.namespace
