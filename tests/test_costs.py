@@ -8,8 +8,8 @@ from memarch.benchmarks.generated import GeneratedConversations
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.costs import memory_costs, read_costs
 from memarch.pipeline.evaluate import evaluate
-from memarch.pipeline.retrieval import count_tokens
 from memarch.pipeline.program import MemoryProgram
+from memarch.pipeline.retrieval import count_tokens
 
 
 def test_trial_result_carries_memory_latency_and_lm_costs(hash_resources):
