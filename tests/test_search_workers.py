@@ -77,14 +77,13 @@ def test_sigkill_mid_study_then_resume_loses_and_duplicates_nothing(tmp_path):
 
 
 def test_multi_objective_study_resumes_after_sigkill(tmp_path):
-    study = _kill_then_resume(tmp_path, "quality,memory_tokens")
+    study = _kill_then_resume(tmp_path, "quality,memory_tokens", budget=8, kill_after=3)
     assert len(study.directions) == 2
     assert all(len(t.values) == 2 for t in study.trials if t.state == TrialState.COMPLETE)
 
 
-def _kill_then_resume(tmp_path, objectives: str) -> optuna.Study:
+def _kill_then_resume(tmp_path, objectives: str, budget: int = 12, kill_after: int = 4) -> optuna.Study:
     url = f"sqlite:///{tmp_path}/optuna.db"
-    budget = 12
     p = _worker(url, "guided", 0, budget, delay=0.4, objectives=objectives)
     deadline = time.time() + 90
     while time.time() < deadline:
@@ -93,12 +92,12 @@ def _kill_then_resume(tmp_path, objectives: str) -> optuna.Study:
             n = len([t for t in _load(url).trials if t.state == TrialState.COMPLETE])
         except Exception:  # the study is not created yet
             continue
-        if n >= 4:
+        if n >= kill_after:
             break
     p.send_signal(signal.SIGKILL)
     p.wait()
     before = {t.number: t.params for t in _load(url).trials if t.state == TrialState.COMPLETE}
-    assert 4 <= len(before) < budget
+    assert kill_after <= len(before) < budget
     time.sleep(2.5)  # past the grace period: the killed worker's running trial is stale
     _wait([_worker(url, "guided", 0, budget, delay=0.0, objectives=objectives)])
     study = _load(url)
