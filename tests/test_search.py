@@ -217,7 +217,7 @@ def test_mlflow_holds_one_parent_and_nested_trial_runs(space, tmp_path):
     assert len(parents) == 1 and len(children) == 5
     child = children[0]
     assert {"encode", "store", "retrieve", "manage"} <= set(child.data.params)
-    assert {"objective", "latency_s", "cost_tokens", "category_0"} <= set(child.data.metrics)
+    assert {"objective", "objective_quality", "latency_s", "cost_tokens", "category_0"} <= set(child.data.metrics)
     names = {a.path for a in tracker.client.list_artifacts(child.info.run_id)}
     assert {"architecture.json", "diagnosis.json"} <= names
     assert any({"gradient.json", "ledger.json"} <= {a.path for a in tracker.client.list_artifacts(c.info.run_id)}

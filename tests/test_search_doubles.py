@@ -96,4 +96,19 @@ class SyntheticMetric:
         return TrialResult(arch, "synthetic", str(data), obj, scores={"accuracy": obj},
                            per_category={c: sum(o.score for o in outcomes if o.category == c) / (self.n / 3)
                                          for c in "012"},
-                           cost={"tokens": tokens}, outcomes=outcomes, attribution=attr)
+                           cost={"tokens": tokens, **synthetic_costs(arch)}, outcomes=outcomes, attribution=attr)
+
+
+# Costs that trade against quality: the better encoders, stores and managers keep more memory.
+ENCODER_TOKENS = {"tip": 300, "insight": 200, "trajectory": 900, "workflow": 600, "shortcut": 100}
+STORE_MS = {"json": 1.0, "vector": 3.0, "hybrid": 6.0, "graph": 8.0, "llm_graph": 20.0}
+MANAGER_KEEP = {"lightweight": 0.6, "json_full": 0.8, "tool_manager": 0.5, "graph_consolidate": 1.0}
+
+
+def synthetic_costs(arch: Architecture | None) -> dict[str, float]:
+    """Deterministic memory_tokens, read_p95_ms and write_s of an architecture (0 without memory)."""
+    if arch is None:
+        return {"memory_tokens": 0.0, "read_p95_ms": 0.0, "write_s": 0.0, "lm_tokens": 0.0}
+    tokens = sum(ENCODER_TOKENS[e] for e in arch.encode) * MANAGER_KEEP[arch.manage]
+    return {"memory_tokens": round(tokens, 1), "read_p95_ms": STORE_MS[arch.store] + 0.5 * RETRIEVERS[arch.retrieve],
+            "write_s": 0.01 * len(arch.encode), "lm_tokens": 0.0}

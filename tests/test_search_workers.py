@@ -31,18 +31,21 @@ from memarch.optimizers.strategies import make_sampler
 from memarch.optimizers.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace
 storage_url, strategy, seed, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+objectives = tuple(sys.argv[5].split(","))
 with fake_registry():
     ss = SearchSpace(ArchitectureSpace("experience", lm_available=False))
     storage = make_storage(storage_url, heartbeat_interval=1, grace_period=2)
-    study = open_study("shared", storage, make_sampler(strategy, ss, seed=seed), space=ss.describe(), resume=True)
-    Search(SyntheticMetric(n_queries=20), ss, budget=budget).run(study)
+    study = open_study("shared", storage, make_sampler(strategy, ss, seed=seed), space=ss.describe(), resume=True,
+                       objectives=objectives)
+    Search(SyntheticMetric(n_queries=20), ss, budget=budget, objectives=objectives).run(study)
 """
 
 
-def _worker(url: str, strategy: str, seed: int, budget: int, delay: float) -> subprocess.Popen:
+def _worker(url: str, strategy: str, seed: int, budget: int, delay: float,
+            objectives: str = "quality") -> subprocess.Popen:
     env = dict(os.environ, SEARCH_DOUBLE_DELAY=str(delay))
-    return subprocess.Popen([sys.executable, "-c", WORKER.format(here=str(HERE)), url, strategy, str(seed), str(budget)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-c", WORKER.format(here=str(HERE)), url, strategy, str(seed), str(budget),
+                             objectives], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _load(url: str) -> optuna.Study:
@@ -70,9 +73,18 @@ def _wait(procs, timeout=120):
 
 
 def test_sigkill_mid_study_then_resume_loses_and_duplicates_nothing(tmp_path):
+    _kill_then_resume(tmp_path, "quality")
+
+
+def test_multi_objective_study_resumes_after_sigkill(tmp_path):
+    study = _kill_then_resume(tmp_path, "quality,memory_tokens", budget=8, kill_after=3)
+    assert len(study.directions) == 2
+    assert all(len(t.values) == 2 for t in study.trials if t.state == TrialState.COMPLETE)
+
+
+def _kill_then_resume(tmp_path, objectives: str, budget: int = 12, kill_after: int = 4) -> optuna.Study:
     url = f"sqlite:///{tmp_path}/optuna.db"
-    budget = 12
-    p = _worker(url, "guided", 0, budget, delay=0.4)
+    p = _worker(url, "guided", 0, budget, delay=0.4, objectives=objectives)
     deadline = time.time() + 90
     while time.time() < deadline:
         time.sleep(0.3)
@@ -80,14 +92,14 @@ def test_sigkill_mid_study_then_resume_loses_and_duplicates_nothing(tmp_path):
             n = len([t for t in _load(url).trials if t.state == TrialState.COMPLETE])
         except Exception:  # the study is not created yet
             continue
-        if n >= 4:
+        if n >= kill_after:
             break
     p.send_signal(signal.SIGKILL)
     p.wait()
     before = {t.number: t.params for t in _load(url).trials if t.state == TrialState.COMPLETE}
-    assert 4 <= len(before) < budget
+    assert kill_after <= len(before) < budget
     time.sleep(2.5)  # past the grace period: the killed worker's running trial is stale
-    _wait([_worker(url, "guided", 0, budget, delay=0.0)])
+    _wait([_worker(url, "guided", 0, budget, delay=0.0, objectives=objectives)])
     study = _load(url)
     after = {t.number: t.params for t in study.trials if t.state == TrialState.COMPLETE}
     assert all(after.get(n) == params for n, params in before.items())  # nothing lost
@@ -102,6 +114,7 @@ def test_sigkill_mid_study_then_resume_loses_and_duplicates_nothing(tmp_path):
             assert retries[0].params == lost
         # else killed while the sampler was still drawing: nothing was chosen, the retry draws afresh
     assert TrialState.RUNNING not in states
+    return study
 
 
 def test_two_workers_share_one_sqlite_study(tmp_path):

@@ -20,8 +20,8 @@ from memarch.pipeline.trial import MODULES, QueryOutcome, TrialResult
 FORMAT = "memarch.landscape/1"
 NONE = "none"  # the row of the no-memory baseline
 QUERY_ARRAYS = ("query_id", "query_split", "query_category", "question", "gold", "query_evidence")
-COSTS = ("memory_items", "memory_tokens", "write_s", "read_s", "read_p50_ms", "read_p95_ms",
-         "embeddings_computed")
+COSTS = ("memory_items", "memory_tokens", "memory_tokens_max_ns", "write_s", "read_s", "read_p50_ms",
+         "read_p95_ms", "embeddings_computed")  # a landscape built before one of them lacks its array
 EVIDENCE_SEP = "\x1f"
 
 

@@ -2,6 +2,7 @@
 machines) into one: the same build settings and question table, disjoint architectures."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,8 @@ from memarch.errors import MemarchError
 PER_PART = ("build", "groups", "complete", "missing")
 ROW_PREFIXES = ("score_", "cost_")
 ROW_ARRAYS = ("keys", "group", "loss_stage")
+
+logger = logging.getLogger(__name__)
 
 
 def settings(meta: dict[str, Any]) -> dict[str, Any]:
@@ -65,6 +68,10 @@ def join(parts: list[Landscape], *, build: dict[str, Any] | None = None) -> Land
     rows.sort(key=lambda r: (r[0] != NONE, r[0]))
     arrays = {name: arr for name, arr in first.arrays.items() if not _is_row(name)}
     for name in first.arrays:
+        if name.startswith("cost_") and any(name not in p.arrays for p in parts):
+            # a part built before this cost was measured (e.g. memory_tokens_max_ns): shown, not joined
+            logger.warning("join: %s is missing from some parts (built by an older memarch); left out", name)
+            continue
         if _is_row(name) and name != "group":
             arrays[name] = np.stack([p.arrays[name][i] for _, p, i in rows]) if rows else first.arrays[name][:0]
     # Groups: (part, local id) -> new id, in order of first appearance.

@@ -11,11 +11,12 @@ import numpy as np
 
 from memarch.benchmarks.memory_digest import namespace_digest
 from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.costs import memory_costs, read_costs
 from memarch.pipeline.evaluate import _run_stream, objective_score
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.registry import REGISTRY
-from memarch.pipeline.retrieval import Retrieval, ScoredItem, count_tokens
+from memarch.pipeline.retrieval import Retrieval, ScoredItem
 from memarch.pipeline.trial import MODULES
 
 if TYPE_CHECKING:
@@ -178,12 +179,6 @@ def _add_reason(group: dict, reason: str) -> None:
     group["reason"] = "; ".join(dict.fromkeys(reasons + [reason]))
 
 
-def _read_costs(latency: list[float]) -> dict[str, float]:
-    lat = np.asarray(latency or [0.0])
-    return {"read_s": float(lat.sum()), "read_p50_ms": float(np.percentile(lat, 50) * 1000),
-            "read_p95_ms": float(np.percentile(lat, 95) * 1000)}
-
-
 def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", resources: "Resources", *,
                   budget_tokens: int, top_k: int, query_ids: list[str], objectives: list[str]) -> UnitRows:
     """Evaluate every architecture of ``unit`` on all questions of ``bench`` (one stream)."""
@@ -192,8 +187,8 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
     run = dict(top_k=top_k, budget=budget_tokens, reader=None, judge=None, objective=objectives[0], threshold=0.5)
     if unit.encoders is None:
         result = _run_stream(None, bench, **run, attribute_all=True)[0]
-        rows.add("none", result, query_ids, objectives, {"memory_items": 0, "memory_tokens": 0, "write_s": 0,
-                                                         **_read_costs([]), "embeddings_computed": 0}, 0)
+        rows.add("none", result, query_ids, objectives, {"memory_items": 0, "memory_tokens": 0, "memory_tokens_max_ns": 0, "write_s": 0,
+                                                         **read_costs([]), "embeddings_computed": 0}, 0)
         rows.groups.append({"id": 0, "members": ["none"], "reason": SINGLE})
         rows.stats = {"wall_s": time.perf_counter() - started}
         return rows
@@ -235,13 +230,12 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
             rows.groups[group].setdefault("reads_reused", 0)
             rows.groups[group]["reads_reused"] += reused
         store = program.store
-        active = [it for ns in store.namespaces() for it in store.list(ns)]
-        memory = {"memory_items": len(active), "memory_tokens": sum(count_tokens(it.text) for it in active)}
+        memory = memory_costs(store)[0]
         embeddings = getattr(resources.embedder, "computed", 0) - embedded
         for retriever, reader, result in zip(retrievers, readers, results):
             key = Architecture(unit.encoders, unit.store, retriever, manager).key()
             rows.add(key, result, query_ids, objectives,
-                     {**memory, "write_s": result.cost.get("write_s", 0.0), **_read_costs(reader.latency),
+                     {**memory, "write_s": result.cost.get("write_s", 0.0), **read_costs(reader.latency),
                       "embeddings_computed": embeddings}, group)
         stats["write_passes"] += 1
         stats["write_passes_saved"] += len(retrievers) - 1

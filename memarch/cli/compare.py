@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-HELP = "compare search strategies (guided, random, tpe) at equal budgets over seeds: table + PNG"
+HELP = "compare search strategies (guided, random, tpe, nsga2) at equal budgets over seeds: table + PNG"
 
 
 def add_arguments(p) -> None:
@@ -54,12 +54,15 @@ def compare_main(args, strategies: list[str], roles) -> int:
                       meta_lm=roles.meta if roles else None, storage=storage_url(args), resume=args.resume,
                       tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None,
                       baselines=not args.no_baselines, study_prefix=args.study_name or f"compare-{args.benchmark}",
-                      on_trial=bar, warm_start=args.warm_start, k=args.k, space_mode=args.space)
+                      on_trial=bar, warm_start=args.warm_start, k=args.k, objectives=args.objectives,
+                      select=args.select, space_mode=args.space)
     finally:
         bar.close()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     png = cmp.plot(out / f"compare-{args.benchmark}.png")
+    fronts_png = cmp.plot_fronts(out / f"compare-{args.benchmark}-fronts.png")
+    fronts = cmp.fronts()
     budget = f"{metric.memory_budget.describe()}\n" if metric.memory_budget is not None else ""
     table = objective_line(metric) + "\n" + space_line(space, args.space) + "\n" + budget + cmp.table()
     (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
@@ -67,9 +70,12 @@ def compare_main(args, strategies: list[str], roles) -> int:
         {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,
          "winner": cmp.winner(), "objective": cmp.objective, "space": args.space, "failed_baselines": cmp.failed_baselines,
          "runs": {s: [r.to_dict() for r in reps] for s, reps in cmp.runs.items()},
-         "evaluations": getattr(metric, "evaluations", None)}, indent=1, default=str))
+         "evaluations": getattr(metric, "evaluations", None),
+         "fronts": fronts.to_dict() if fronts is not None else None}, indent=1, default=str))
     print(table)
     print(f"curves: {png}")
+    if fronts_png is not None:
+        print(f"Pareto fronts: {fronts_png}")
     if not args.no_tracking:
         print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
     return 0

@@ -14,6 +14,7 @@ HELP = "search the best memory architecture for a benchmark and save it as a pro
 def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> None:
     """The options `compile` and `compare` share."""
     from memarch.benchmarks import BENCHMARKS, DEFAULT
+    from memarch.cli._memory_budget import add_memory_budget_argument
     from memarch.cli._objective import add_objective_argument
     from memarch.optimizers.study import DEFAULT_STORAGE
     from memarch.optimizers.tracking import DEFAULT_TRACKING_URI
@@ -25,7 +26,7 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
                    help="benchmark knob, e.g. --knob conversations=3 (generated)")
     p.add_argument("--budget", type=int, default=default_budget, help=f"evaluated trials (default {default_budget})")
     p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
-    p.add_argument("--strategies", default=None, help="comma-separated: guided,random,tpe,bruteforce")
+    p.add_argument("--strategies", default=None, help="comma-separated: guided,random,tpe,nsga2,bruteforce")
     p.add_argument("--space", choices=("categorical", "full"), default="categorical",
                    help="categorical: the method's module choices (default); full: plus each chosen module's "
                         "numeric knobs (top_k, fusion weights, chunk window, ...) as conditional parameters")
@@ -40,8 +41,12 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
     p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default all-MiniLM-L6-v2)")
     add_objective_argument(p)
-    from memarch.cli._memory_budget import add_memory_budget_argument
-
+    p.add_argument("--objectives", default=None, metavar="LIST",
+                   help="several objectives, quality first: quality,memory_tokens,read_p95,write_s,lm_tokens "
+                        "(any subset; costs are minimised; default quality alone)")
+    p.add_argument("--select", default="quality", metavar="RULE",
+                   help="how the pick is chosen on validation: quality (default; ties to lower memory_tokens, "
+                        "then read_p95), knee (of the validation Pareto front) or COST<=N, e.g. memory_tokens<=5000")
     add_memory_budget_argument(p)
     p.add_argument("--storage", default=DEFAULT_STORAGE, help=f"Optuna storage URL (default {DEFAULT_STORAGE}; "
                    "postgresql://user@host/db lets several machines share a study; 'memory' for none)")
@@ -78,9 +83,13 @@ def parse_strategies(text: str | None, default: list[str]) -> list[str]:
 
 
 def check_numbers(args) -> None:
+    from memarch.optimizers.selection import parse_selection
     from memarch.optimizers.study import check_storage_url
+    from memarch.optimizers.study_objectives import parse_objectives
 
     check_storage_url(storage_url(args))
+    args.objectives = parse_objectives(getattr(args, "objectives", None))
+    parse_selection(getattr(args, "select", None), args.objectives)
     if args.budget < 1:
         raise MemarchError(f"--budget must be at least 1, got {args.budget}")
     if args.seeds is not None and args.seeds < 1:
@@ -220,6 +229,8 @@ def _compile(args, strategies: list[str], roles) -> int:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     lm = roles.task if roles else None
     meta = roles.meta if roles else None
+    print("objectives: " + ", ".join(f"{n} ({'max' if n == 'quality' else 'min'})" for n in args.objectives)
+          + (" (one objective: ties broken by lower memory_tokens, then read_p95)" if len(args.objectives) == 1 else ""))
     resources = roles.resources(embedder=Embedder(args.embedder) if args.embedder else None) if roles \
         else Resources(embedder=Embedder(args.embedder) if args.embedder else None)
     metric = build_metric(args, resources)
@@ -241,7 +252,8 @@ def _compile(args, strategies: list[str], roles) -> int:
             opt = MemarchOptimizer(metric, strategy=strategy, budget=args.budget, lm=lm, meta_lm=meta, seed=seed,
                                    k=args.k, storage=storage_url(args), study_name=name, resume=args.resume,
                                    tracker=tracker, resources=resources, on_trial=bar, warm_start=args.warm_start,
-                                   max_failures=args.max_failures, space_mode=args.space)
+                                   max_failures=args.max_failures, objectives=args.objectives, select=args.select,
+                                   space_mode=args.space)
             try:
                 program = opt.compile(student, trainset="search", valset="validation", testset="test")
             finally:
@@ -253,14 +265,16 @@ def _compile(args, strategies: list[str], roles) -> int:
                   f"({rep.trials} distinct architectures; "
                   + (", ".join(f"{k} {v}" for k, v in sorted(shown.items())) or "no invalid draws, repeats or failures")
                   + ")")
-            if best is None or rep.validation_score > best[0].validation_score:
+            for line in front_lines(rep):
+                print(line)
+            if best is None or _better(rep, best[0]):
                 best = (rep, program)
     rep, program = best
     path = Path(args.output) if args.output else out / f"{rep.study_name}.program.json"
     # The program compile() built: the top_k, context budget and evaluation record of its trials.
     program.save(path, include_memory=False)
     print(f"compiled: {rep.architecture.key()} (chosen on validation {rep.validation_score:.4f}; "
-          f"test {rep.test_score:.4f})")
+          f"test {rep.test_score:.4f}); selection: {rep.selection}")
     print(f"program saved to {path} (top_k {program.top_k}, context budget {program.budget_tokens} words, "
           + (f"memory budget {metric.memory_budget.tokens} tokens per namespace, " if metric.memory_budget else "")
           + f"as its trials read; `memarch evaluate --program {path}` re-scores it)")
@@ -268,3 +282,27 @@ def _compile(args, strategies: list[str], roles) -> int:
         print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
     logging.getLogger(__name__).info("study %s", rep.study_name)
     return 0
+
+
+def front_lines(rep) -> list[str]:
+    """The search Pareto front and the pick's validation values of a multi-objective run."""
+    from memarch.optimizers.study_objectives import describe
+
+    if len(rep.objectives) < 2:
+        return []
+    lines = [f"  search Pareto front ({len(rep.front)} of {rep.trials}; {', '.join(rep.objectives)}):"]
+    lines += [f"    {describe(rep.objectives, v)}  {k}" for k, v in rep.search_front()]
+    picked = rep.validation.get("validation_values", {}).get(rep.architecture.key())
+    if picked:
+        lines.append(f"  pick on validation ({rep.selection}): "
+                     f"{describe(rep.objectives, [picked[n] for n in rep.objectives])}  {rep.architecture.key()}")
+    return lines
+
+
+def _better(rep, other) -> bool:
+    """Across runs: the better validation quality of the picks; ties to lower memory_tokens."""
+    def key(r):
+        v = r.validation.get("validation_values", {}).get(r.architecture.key(), {})
+        return (r.validation_score, -v.get("memory_tokens", 0.0), -v.get("read_p95", 0.0))
+
+    return key(rep) > key(other)

@@ -128,8 +128,11 @@ def _print(result) -> None:
     if kept:
         print(f"  memory budget {kept['tokens']} tokens per namespace: " + ", ".join(
             f"{k} {v}" for k, v in kept.items() if k not in ("tokens", "passes")) + f" (over {kept['passes']} writes)")
-    print(f"  memory items: {result.cost.get('memory_items', 0):g}; time: {result.cost['wall_s']:.2f} s "
-          f"(write {result.cost.get('write_s', 0):.2f} s, read {result.cost.get('read_s', 0):.2f} s)")
+    c = result.cost
+    print(f"  memory items: {c.get('memory_items', 0):g}, tokens: {c.get('memory_tokens', 0):g} (largest namespace "
+          f"{c.get('memory_tokens_max_ns', 0):g}); time: {c['wall_s']:.2f} s (write {c.get('write_s', 0):.2f} s, "
+          f"read {c.get('read_s', 0):.2f} s; per read p50 {c.get('read_p50_ms', 0):.1f} ms, "
+          f"p95 {c.get('read_p95_ms', 0):.1f} ms)")
 
 
 def _print_fallbacks(result) -> None:

@@ -8,12 +8,15 @@ import logging
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from memarch.optimizers.compile import CompileReport, MemarchOptimizer
 from memarch.optimizers.presets import NO_MEMORY, presets_for
 from memarch.optimizers.search import Metric
 from memarch.pipeline.space import ArchitectureSpace
+
+if TYPE_CHECKING:
+    from memarch.optimizers.fronts import FrontSummary
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +43,15 @@ class Comparison:
     failed_baselines: dict[str, str] = field(default_factory=dict)  # preset name -> error
     objective: str = ""
     warm_start: str = "presets"
+    objectives: tuple[str, ...] = ("quality",)
+
+    def fronts(self) -> "FrontSummary | None":
+        """Each strategy's search fronts and hypervolumes (None with one objective)."""
+        if len(self.objectives) < 2:
+            return None
+        from memarch.optimizers.fronts import FrontSummary
+
+        return FrontSummary.of(self.runs, self.objectives)
 
     def rows(self) -> list[dict[str, Any]]:
         out = []
@@ -107,6 +119,11 @@ class Comparison:
             if shown:
                 lines.append(f"{r['strategy']} over all seeds: " + ", ".join(f"{k} {v}" for k, v in sorted(shown.items())))
         lines.append(f"winner (median validation score of the picks): {self.winner()}")
+        if len(self.objectives) == 1:
+            lines.append("one objective: quality ties broken by lower memory_tokens, then read_p95")
+        fronts = self.fronts()
+        if fronts is not None:
+            lines += fronts.lines()
         return "\n".join(lines)
 
     def plot(self, path: str | Path) -> Path:
@@ -117,6 +134,14 @@ class Comparison:
         return plot_curves({s: [r.curve for r in reps] for s, reps in self.runs.items()}, path,
                            target=self.target, title=title)
 
+    def plot_fronts(self, path: str | Path) -> Path | None:
+        """The search Pareto fronts of every run (None with one objective)."""
+        if len(self.objectives) < 2:
+            return None
+        from memarch.optimizers.fronts import plot_fronts
+
+        return plot_fronts(self.runs, self.objectives, path)
+
 
 def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str], *, seeds: int = 3,
             budget: int = 20, target: float | None = None, lm: Any = None, meta_lm: Any = None,
@@ -124,9 +149,15 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
             baselines: bool = True, finalists: int = 2, study_prefix: str = "compare",
             on_trial: Callable | None = None, trainset: Any = "search", valset: Any = "validation",
             testset: Any = "test", warm_start: Any = "presets", k: int = 3,
+            objectives: tuple[str, ...] | str = ("quality",), select: str = "quality",
             space_mode: str = "categorical") -> Comparison:
     """Run every strategy with every seed at the same budget and warm start; ``target`` defaults to
-    99% of the best search objective any run found. ``space_mode``: ``categorical`` or ``full``."""
+    99% of the best search objective any run found. With several ``objectives`` every study is
+    multi-objective and the comparison adds each strategy's fronts and hypervolumes (`fronts`).
+    ``space_mode``: ``categorical`` or ``full``."""
+    from memarch.optimizers.study_objectives import parse_objectives
+
+    objectives = parse_objectives(objectives)
     if isinstance(space, str):
         space = ArchitectureSpace(space, lm_available=lm is not None)
     runs: dict[str, list[CompileReport]] = {}
@@ -136,14 +167,16 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
                                    storage=storage, resume=resume, finalists=finalists, warm_start=warm_start, k=k,
                                    space_mode=space_mode,
                                    study_name=f"{study_prefix}-{space.family}-{strat}-s{seed}",
-                                   tracker=tracker_factory() if tracker_factory else None, on_trial=on_trial)
+                                   tracker=tracker_factory() if tracker_factory else None, on_trial=on_trial,
+                                   objectives=objectives, select=select)
             opt.compile(space, trainset=trainset, valset=valset, testset=testset)
             runs.setdefault(strat, []).append(opt.report)
             logger.info("%s seed %d: pick %s test %s", strat, seed, opt.report.architecture.key(), opt.report.test_score)
     best = max(r.curve[-1] for reports in runs.values() for r in reports)
     objective = next((r.objective for reports in runs.values() for r in reports if r.objective), "")
     cmp = Comparison(budget=budget, target=target if target is not None else 0.99 * best, runs=runs,
-                     objective=objective, warm_start=warm_start if isinstance(warm_start, str) else "custom")
+                     objective=objective, warm_start=warm_start if isinstance(warm_start, str) else "custom",
+                     objectives=objectives)
     if baselines:
         for name, arch in [*presets_for(space).items(), (NO_MEMORY, None)]:
             res = metric(arch, testset)

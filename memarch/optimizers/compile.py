@@ -15,12 +15,16 @@ import optuna
 
 from memarch.errors import MemarchError
 from memarch.optimizers.guided.champion import select_champion
-from memarch.optimizers.history import History, cost_of
+from memarch.optimizers.guided.pareto import objective_front
+from memarch.optimizers.history import History
 from memarch.optimizers.presets import warm_start_architectures
 from memarch.optimizers.search import Metric, Search
+from memarch.optimizers.selection import QUALITY_SELECTION, Selection, parse_selection
+from memarch.optimizers.selection import select as select_pick
 from memarch.optimizers.space import MODES, SearchSpace
 from memarch.optimizers.strategies import make_sampler
 from memarch.optimizers.study import make_storage, open_study
+from memarch.optimizers.study_objectives import NAMES, SINGLE, value_of, values_of
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import ArchitectureSpace
 
@@ -51,6 +55,17 @@ class CompileReport:
     warm_start: list[str] = field(default_factory=list)  # round-0 architectures every strategy shares
     counts: dict[str, int] = field(default_factory=dict)  # invalid, repeats, failed, dropped proposals, ...
     keys: list[str] = field(default_factory=list)  # evaluated architectures in trial order
+    objectives: tuple[str, ...] = SINGLE
+    selection: str = ""  # how the pick was chosen on validation (Selection.describe())
+    # every evaluated architecture's search values of the objectives, in trial order
+    points: list[list[float]] = field(default_factory=list)
+    front: list[str] = field(default_factory=list)  # keys of the search Pareto front (several objectives)
+    validation: dict[str, Any] = field(default_factory=dict)  # finalists' validation values, front
+
+    def search_front(self) -> list[tuple[str, list[float]]]:
+        """(key, search values) of each member of the search Pareto front."""
+        at = {k: p for k, p in zip(self.keys, self.points)}
+        return [(k, at[k]) for k in self.front]
 
     def to_dict(self) -> dict:
         return {"study": self.study_name, "strategy": self.strategy, "seed": self.seed,
@@ -59,7 +74,9 @@ class CompileReport:
                 "test_score": self.test_score, "finalists": self.finalists, "curve": self.curve,
                 "trials": self.trials, "invalid_pruned": self.invalid_pruned, "counts": self.counts,
                 "warm_start": self.warm_start, "evaluated": self.keys, "tokens": self.tokens,
-                "wall_s": round(self.wall_s, 2), "program_path": self.program_path}
+                "wall_s": round(self.wall_s, 2), "program_path": self.program_path,
+                "objectives": list(self.objectives), "selection": self.selection, "points": self.points,
+                "front": self.front, "validation": self.validation}
 
 
 class MemarchOptimizer:
@@ -91,6 +108,10 @@ class MemarchOptimizer:
             ``seed`` — the same for every strategy of that seed; ``"none"``: no warm start; or a
             list of architectures.
         max_failures: consecutive failed trials that stop the study (one clear error).
+        objectives: ``("quality",)`` (default) or quality and costs, e.g. ``("quality",
+            "memory_tokens")``: a multi-objective study (see `parse_objectives`).
+        select: how the pick is chosen on validation: ``"quality"``, ``"knee"`` or a cost limit
+            such as ``"memory_tokens<=5000"`` (see `parse_selection`).
         space_mode: ``categorical`` (the method's space, default) or ``full`` (plus each chosen
             module's numeric knobs as conditional parameters; see `SearchSpace`).
     """
@@ -100,9 +121,14 @@ class MemarchOptimizer:
                  study_name: str | None = None, resume: bool = False, tracker: Any = None, finalists: int = 3,
                  save_path: str | Path | None = None, resources: Any = None,
                  on_trial: Callable | None = None, warm_start: Any = "presets", max_failures: int = 5,
+                 objectives: tuple[str, ...] | str = SINGLE, select: str | Selection = "quality",
                  space_mode: str = "categorical"):
         if budget < 1:
             raise MemarchError(f"budget must be at least 1 trial, got {budget}")
+        from memarch.optimizers.study_objectives import parse_objectives
+
+        self.objectives = parse_objectives(objectives)
+        self.selection = select if isinstance(select, Selection) else parse_selection(select, self.objectives)
         self.metric = metric
         self.strategy_name = strategy
         self.budget = int(budget)
@@ -151,7 +177,8 @@ class MemarchOptimizer:
         name = self.study_name or f"{space.family}-{self.strategy_name}-s{self.seed}"
         storage = make_storage(self.storage_url)
         self.study = study = open_study(name, storage, sampler, space=sspace.describe(), resume=self.resume,
-                                        attrs={"strategy": self.strategy_name, "seed": self.seed})
+                                        attrs={"strategy": self.strategy_name, "seed": self.seed},
+                                        objectives=self.objectives)
         warm = self._warm_start(space, start)
         if not study.trials:
             for arch, role in warm:
@@ -160,11 +187,13 @@ class MemarchOptimizer:
             self.tracker.start(study, strategy=self.strategy_name, seed=self.seed, budget=self.budget,
                                family=space.family, warm_start=",".join(a.key() for a, _ in warm) or "none")
         search = Search(self.metric, sspace, budget=self.budget, data=trainset, tracker=self.tracker,
-                        on_trial=self.on_trial, max_failures=self.max_failures)
+                        on_trial=self.on_trial, max_failures=self.max_failures, objectives=self.objectives)
         history = search.run(study)
         if not history.records:
             raise MemarchError(f"study {name}: no architecture could be evaluated (see the log)")
-        pick, finalists = self._choose(history, valset)
+        chosen: dict[str, Any] = {}
+        pick, finalists = choose_on_validation(history, self.metric, valset, self.finalists,
+                                               objectives=self.objectives, selection=self.selection, details=chosen)
         test_result = self.metric(pick, testset) if testset is not None else None
         best = history.by_key(pick.key())
         program = self._program(pick, best, finalists[pick.key()], test_result)
@@ -181,7 +210,12 @@ class MemarchOptimizer:
             extras={"strategy_artifacts": (getattr(sampler, "rounds", None) or [{}])[-1], "space": self.space_mode},
             objective=best.result.metadata.get("objective", "") if best else "",
             warm_start=[a.key() for a, _ in warm], counts=self._counts(search, history, sampler),
-            keys=[r.architecture.key() for r in history.records])
+            keys=[r.architecture.key() for r in history.records], objectives=self.objectives,
+            selection=self.selection.describe(),
+            points=[list(values_of(r.result, self.objectives)) for r in history.records],
+            front=[r.architecture.key() for r in objective_front(history.records, self.objectives)]
+            if len(self.objectives) > 1 else [],
+            validation=chosen)
         if self.tracker is not None:
             import tempfile
 
@@ -193,6 +227,10 @@ class MemarchOptimizer:
                                  "validation_score": self.report.validation_score,
                                  "test_score": self.report.test_score if self.report.test_score is not None else float("nan"),
                                  "trials": self.report.trials, "pick": pick.key(),
+                                 "selection": self.report.selection,
+                                 **{f"validation_{n}": v for n, v in
+                                    chosen.get("validation_values", {}).get(pick.key(), {}).items()
+                                    if n in self.objectives},
                                  **{f"count_{k}": v for k, v in self.report.counts.items()}}, curve_png=tmp)
         logger.info("compiled %s: search %.4f validation %.4f test %s", pick.key(), self.report.search_score,
                     self.report.validation_score, self.report.test_score)
@@ -251,33 +289,51 @@ class MemarchOptimizer:
                 program.evaluation = dataclasses.replace(program.evaluation, top_k=program.top_k)
         return program
 
-    def _choose(self, history: History, valset: Any) -> tuple[Architecture, dict[str, float]]:
-        return choose_on_validation(history, self.metric, valset, self.finalists)
+
+MAX_FRONT_FINALISTS = 8  # search front members re-scored on validation in a multi-objective study
 
 
-def choose_on_validation(history: History, metric: Metric, valset: Any, finalists: int = 3
-                         ) -> tuple[Architecture, dict[str, float]]:
-    """The top search architectures plus the guarded champion, re-scored on validation (AutoMem's
-    runoff); the best on validation wins, ties going to the better search score, then the lower cost.
+def choose_on_validation(history: History, metric: Metric, valset: Any, finalists: int = 3, *,
+                         objectives: tuple[str, ...] = SINGLE, selection: Selection = QUALITY_SELECTION,
+                         details: dict[str, Any] | None = None) -> tuple[Architecture, dict[str, float]]:
+    """The top search architectures plus the guarded champion — or, with several objectives, the
+    search Pareto front (at most `MAX_FRONT_FINALISTS`, spread over it) — re-scored on validation
+    (AutoMem's runoff); ``selection`` picks among them on validation (`select`: best quality, ties
+    to lower memory_tokens then read_p95; the knee; or the best quality within a cost limit).
 
     Example::
 
         pick, scores = choose_on_validation(history, metric, "validation", finalists=3)
+
+    ``details`` (a dict, filled when given): each finalist's validation values of every objective,
+    the validation front and the search front.
     """
-    ranked = sorted(history.records, key=lambda r: (-r.objective, r.cost, r.number))
-    keys: list[str] = []
-    for r in [select_champion(history)] + ranked:
-        if r is not None and r.architecture.key() not in keys:
-            keys.append(r.architecture.key())
-        if len(keys) >= max(1, finalists):
-            break
+    if len(objectives) > 1:
+        front = objective_front(history.records, objectives)
+        if len(front) > MAX_FRONT_FINALISTS:  # evenly spaced from best quality to cheapest
+            step = (len(front) - 1) / (MAX_FRONT_FINALISTS - 1)
+            front = [front[round(i * step)] for i in range(MAX_FRONT_FINALISTS)]
+        keys = [r.architecture.key() for r in front]
+    else:
+        ranked = sorted(history.records, key=lambda r: (-r.objective, r.cost, r.number))
+        keys = []
+        for r in [select_champion(history)] + ranked:
+            if r is not None and r.architecture.key() not in keys:
+                keys.append(r.architecture.key())
+            if len(keys) >= max(1, finalists):
+                break
     scores: dict[str, float] = {}
+    values: dict[str, dict[str, float]] = {}
     for key in keys:
         rec = history.by_key(key)
-        if valset is None:
-            scores[key] = rec.objective
-        else:
-            res = metric(rec.architecture, valset)
-            scores[key] = float("-inf") if res.failed else res.objective
-    best_key = max(keys, key=lambda k: (scores[k], history.by_key(k).objective, -cost_of(history.by_key(k).result)))
-    return history.by_key(best_key).architecture, scores
+        res = rec.result if valset is None else metric(rec.architecture, valset)
+        scores[key] = float("-inf") if res.failed else res.objective
+        if not res.failed:
+            values[key] = {n: value_of(res, n) for n in NAMES}
+    pick, val_front = select_pick(values, objectives, selection,
+                             {k: history.by_key(k).objective for k in keys})
+    if details is not None:
+        details.update(validation_values=values, validation_front=val_front,
+                       search_front={k: list(values_of(history.by_key(k).result, objectives)) for k in keys}
+                       if len(objectives) > 1 else {})
+    return history.by_key(pick).architecture, scores

@@ -26,6 +26,7 @@ from optuna.trial import TrialState
 
 from memarch.optimizers.history import ARCH_ATTR, REPEAT_ATTR, RESULT_ATTR, compact
 from memarch.optimizers.study import fail_stale
+from memarch.optimizers.study_objectives import SINGLE, values_of
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.trial import QueryOutcome, TrialResult
 
@@ -41,13 +42,17 @@ class TrialFailed(Exception):
     """The metric reported a failed evaluation (the trial is marked FAIL, the study goes on)."""
 
 
-def record_result(trial: optuna.Trial, arch: Architecture, result: TrialResult) -> float:
+def record_result(trial: optuna.Trial, arch: Architecture, result: TrialResult,
+                  objectives: tuple[str, ...] = SINGLE) -> float | tuple[float, ...]:
     """Store ``result`` on ``trial`` (compact per-query outcomes and attribution, the contract the
-    guided sampler reads) and return the objective value to hand back to Optuna."""
+    guided sampler reads) and return what to hand back to Optuna: the objective value, or with
+    several ``objectives`` (e.g. ``("quality", "memory_tokens")``) a tuple of their values."""
     trial.set_user_attr(ARCH_ATTR, arch.canonical().to_dict())
     # One JSON string, not a nested structure: Optuna deep-copies user attrs on every trial read,
     # and a string (immutable) costs nothing to copy however many outcomes it holds.
     trial.set_user_attr(RESULT_ATTR, json.dumps(compact(result), separators=(",", ":")))
+    if len(objectives) > 1:
+        return values_of(result, objectives)
     return float(result.objective)
 
 
@@ -95,11 +100,15 @@ class ArchitectureObjective:
         budget: distinct architectures the study should hold; a trial started when they are all
             taken by other workers is pruned (None: no check).
         on_result: called with (trial number, architecture, result) after each evaluation.
+        objectives: ``("quality",)`` (one value per trial) or quality and costs (a tuple per
+            trial, for a study created with one direction per objective).
     """
 
     def __init__(self, metric: Metric, space: "SearchSpace", *, data: Any = "search", budget: int | None = None,
-                 on_result: Callable[[int, Architecture, TrialResult], None] | None = None):
+                 on_result: Callable[[int, Architecture, TrialResult], None] | None = None,
+                 objectives: tuple[str, ...] = SINGLE):
         self.metric = metric
+        self.objectives = tuple(objectives)
         self.space = space
         self.data = data
         self.budget = budget
@@ -108,10 +117,10 @@ class ArchitectureObjective:
         self.repeats: list[tuple[int, str, int]] = []  # (trial number, architecture, first trial)
         self.failures: list[tuple[int, str, str]] = []  # (trial number, architecture, error)
         self.evaluated: list[tuple[int, str]] = []  # (trial number, architecture) evaluated here
-        self._seen: dict[str, tuple[int, float]] = {}  # key -> (first trial, value), this process
+        self._seen: dict[str, tuple[int, Any]] = {}  # key -> (first trial, value or values), this process
         self._keys: dict[int, str] = {}  # trial number -> architecture key (trials never change it)
 
-    def __call__(self, trial: optuna.Trial) -> float:
+    def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         if self.budget is not None and distinct_taken(trial.study, before=trial.number, keys=self._keys) >= self.budget:
             trial.set_user_attr("over_budget", True)
             time.sleep(0.2)  # other workers are finishing the last trials
@@ -142,15 +151,15 @@ class ArchitectureObjective:
             trial.set_user_attr(ARCH_ATTR, arch.to_dict())
             trial.set_user_attr("error", str(result.error)[:500])
             raise TrialFailed(f"{key}: {result.error}")
-        value = record_result(trial, arch, result)
+        value = record_result(trial, arch, result, self.objectives)
         self._seen[key] = (trial.number, value)
         self.evaluated.append((trial.number, key))
         if self.on_result is not None:
             self.on_result(trial.number, arch, result)
         return value
 
-    def _evaluated(self, study: optuna.Study, key: str, number: int | None = None) -> tuple[int, float] | None:
-        """(first trial, value) of ``key`` in the study; when a lower-numbered trial of another
+    def _evaluated(self, study: optuna.Study, key: str, number: int | None = None) -> tuple[int, Any] | None:
+        """(first trial, its value or values) of ``key`` in the study; when a lower-numbered trial of another
         worker is evaluating it right now, wait for that trial rather than evaluate twice."""
         hit = self._seen.get(key)
         if hit is not None:
@@ -160,7 +169,8 @@ class ArchitectureObjective:
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
             if REPEAT_ATTR not in t.user_attrs and RESULT_ATTR in t.user_attrs \
                     and trial_key(t, self._keys) == key:
-                self._seen[key] = (t.number, float(t.value))
+                values = tuple(float(v) for v in t.values)
+                self._seen[key] = (t.number, values if len(self.objectives) > 1 else values[0])
                 return self._seen[key]
         return None
 

@@ -13,6 +13,7 @@ from memarch.optimizers.callbacks import StopAtBudget, StopOnFailures, StopWhenS
 from memarch.optimizers.history import History
 from memarch.optimizers.objective import ArchitectureObjective, Metric, TrialFailed, distinct_taken
 from memarch.optimizers.study import fail_stale
+from memarch.optimizers.study_objectives import SINGLE
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.trial import TrialResult
 
@@ -51,15 +52,19 @@ class Search:
         max_failures: consecutive failed trials that stop the study (0: never).
         stuck_limit: trials in a row that evaluate nothing new before the study is stopped
             (default 20 x budget + 100).
+        objectives: ``("quality",)`` or quality and costs (`parse_objectives`); the study must
+            have one direction per objective (`open_study` creates it so).
     """
 
     def __init__(self, metric: Metric, space: "SearchSpace", *, budget: int, data: Any = "search",
                  tracker: "Tracker | None" = None, on_trial: Callable[[int, Architecture, TrialResult], None] | None = None,
-                 max_failures: int = 5, stuck_limit: int | None = None):
+                 max_failures: int = 5, stuck_limit: int | None = None, objectives: tuple[str, ...] = SINGLE):
         self.space = space
+        self.objectives = tuple(objectives)
         self.budget = int(budget)
         self.tracker = tracker
-        self.objective = ArchitectureObjective(metric, space, data=data, budget=self.budget, on_result=on_trial)
+        self.objective = ArchitectureObjective(metric, space, data=data, budget=self.budget, on_result=on_trial,
+                                               objectives=self.objectives)
         self.rules = [StopAtBudget(self.budget), StopOnFailures(max_failures),
                       StopWhenStuck(stuck_limit or 20 * self.budget + 100)]
         self.stop_reason: str | None = None
@@ -72,6 +77,9 @@ class Search:
         """Optimise until the budget (or a stop rule); returns the study's distinct history.
 
         Raises `StudyStopped` when a stop rule other than the budget ended the study."""
+        if len(study.directions) != len(self.objectives):
+            raise MemarchError(f"study {study.study_name} has {len(study.directions)} direction(s) but the search "
+                               f"has {len(self.objectives)} objective(s) ({', '.join(self.objectives)})")
         fail_stale(study)
         if distinct_taken(study) < self.budget:
             callbacks: list[Any] = [self._heartbeat, *self.rules]

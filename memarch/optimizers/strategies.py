@@ -1,5 +1,5 @@
 """The strategies by name. Every strategy is an Optuna sampler (the one contract they all honour):
-``random`` and ``tpe`` are Optuna's, ``bruteforce`` enumerates the valid space, ``guided`` is
+``random``, ``tpe`` and ``nsga2`` are Optuna's, ``bruteforce`` enumerates the valid space, ``guided`` is
 AutoMem's `GuidedSampler`. The registry is what `compile`, `compare` and `landscape replay` offer."""
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import optuna
 
 from memarch.errors import MemarchError
+
+NSGA2_POPULATION = 10
 
 if TYPE_CHECKING:
     from memarch.optimizers.space import SearchSpace
@@ -20,6 +22,12 @@ def _random(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers
 def _tpe(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
     # Defaults (10 random start-up trials); constant_liar keeps parallel workers apart.
     return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+
+
+def _nsga2(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+    # Generations of 10: budgets here are 20-40 distinct architectures, and Optuna's default of 50
+    # would leave NSGA-II drawing its random first generation for the whole budget.
+    return optuna.samplers.NSGAIISampler(seed=seed, population_size=NSGA2_POPULATION)
 
 
 def _bruteforce(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
@@ -39,6 +47,7 @@ STRATEGIES: dict[str, Callable[..., optuna.samplers.BaseSampler]] = {
     "guided": _guided,
     "random": _random,
     "tpe": _tpe,
+    "nsga2": _nsga2,
     "bruteforce": _bruteforce,
 }
 

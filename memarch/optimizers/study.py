@@ -10,11 +10,13 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
 from memarch.errors import MemarchError
+from memarch.optimizers.study_objectives import SINGLE, directions
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_STORAGE = "sqlite:///mlruns/optuna.db"
 SPACE_ATTR = "memarch_space"
+OBJECTIVES_ATTR = "memarch_objectives"
 
 
 def check_storage_url(url: str | None) -> None:
@@ -69,27 +71,41 @@ def make_storage(url: str | None = DEFAULT_STORAGE, *, heartbeat_interval: int =
 
 
 def open_study(name: str, storage: optuna.storages.BaseStorage, sampler: optuna.samplers.BaseSampler, *,
-               space: dict, resume: bool = False, attrs: dict | None = None) -> optuna.Study:
-    """Create ``name``, or continue it when ``resume``; a resumed study must search the same space.
+               space: dict, resume: bool = False, attrs: dict | None = None,
+               objectives: tuple[str, ...] | list[str] = SINGLE) -> optuna.Study:
+    """Create ``name``, or continue it when ``resume``; a resumed study must search the same space
+    for the same objectives (``("quality",)``, or quality and costs: a multi-objective study).
 
     Several workers join one study by all passing ``resume=True``.
     """
+    objectives = list(objectives)
     existing = set(optuna.study.get_all_study_names(storage))
     if name in existing and not resume:
         raise MemarchError(f"study {name!r} already exists; pass --resume to continue it or use another --study-name")
-    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, direction="maximize",
-                                load_if_exists=True)
+    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler,
+                                directions=directions(objectives), load_if_exists=True)
     stored = study.user_attrs.get(SPACE_ATTR)
     if stored is None:
         study.set_user_attr(SPACE_ATTR, space)
+        study.set_user_attr(OBJECTIVES_ATTR, objectives)
         for k, v in (attrs or {}).items():
             study.set_user_attr(k, v)
     elif stored != space:
         raise MemarchError(f"study {name!r} was created for another space ({stored.get('family')}, "
                            f"{len(stored.get('retrievers', []))} retrievers); use a new --study-name")
+    # a study from before objectives were stored optimised quality alone
+    had = list(study.user_attrs.get(OBJECTIVES_ATTR) or SINGLE)
+    if had != objectives:
+        raise MemarchError(f"study {name!r} was created for --objectives {','.join(had)}, not "
+                           f"{','.join(objectives)}; resume it with those or use a new --study-name")
     if name in existing:
         logger.info("resuming study %s with %d trials", name, len(study.trials))
     return study
+
+
+def study_objectives(study: optuna.Study) -> tuple[str, ...]:
+    """The objectives a memarch study was created for (quality alone for a study without the attr)."""
+    return tuple(study.user_attrs.get(OBJECTIVES_ATTR) or SINGLE)
 
 
 def fail_stale(study: optuna.Study) -> None:

@@ -69,16 +69,20 @@ class Tracker:
                                f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
         self.parent_run_id: str | None = None
         self._ledger: list | None = None
+        self.objectives: tuple[str, ...] = ("quality",)
 
     def start(self, study: Any, **params: Any) -> str:
         """The study's parent run (created once; workers and resumed studies reuse it)."""
+        from memarch.optimizers.study import study_objectives
+
+        self.objectives = study_objectives(study)
         run_id = study.user_attrs.get(PARENT_ATTR)
         if run_id is None:
             run = self.client.create_run(self.experiment_id, run_name=study.study_name,
                                          tags={"memarch.study": study.study_name})
             run_id = run.info.run_id
             study.set_user_attr(PARENT_ATTR, run_id)
-            for k, v in params.items():
+            for k, v in {**params, "objectives": ",".join(self.objectives)}.items():
                 self.client.log_param(run_id, k, str(v)[:500])
         self.parent_run_id = run_id
         return run_id
@@ -124,6 +128,10 @@ class Tracker:
                   "manage": arch.manage, "role": attrs.get("role", "") or "-", "edit": attrs.get("edit", "") or "-",
                   "objective_name": result.metadata.get("objective", "") or "-"}
         metrics = {"objective": result.objective, "latency_s": result.cost.get("latency_s", result.cost.get("wall_s", 0.0))}
+        from memarch.optimizers.study_objectives import value_of
+
+        # one metric per objective of the study (quality, memory_tokens, read_p95, ...)
+        metrics.update({f"objective_{n}": value_of(result, n) for n in self.objectives})
         metrics.update({f"score_{k}": v for k, v in result.scores.items()})
         metrics.update({f"category_{k}": v for k, v in result.per_category.items()})
         metrics.update({f"cost_{k}": v for k, v in result.cost.items()})

@@ -15,6 +15,7 @@ from memarch.benchmarks.base import Benchmark, Question, TaskBenchmark
 from memarch.benchmarks.metrics import ABSTAIN, answer_recall, answer_span, evidence_recall, mean, qa_f1
 from memarch.benchmarks.protocols import collect_then_deploy, question_query, stream_schedule
 from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.costs import lm_tokens, memory_costs, read_costs
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.fallbacks import read_counters, trial_delta
 from memarch.pipeline.objectives import OBJECTIVES, check_objective, default_objective  # noqa: F401
@@ -40,6 +41,8 @@ class _TracedProgram:
     def __init__(self, program: MemoryProgram, trace: WriteTrace):
         self.program, self.trace = program, trace
         self._last: list = []
+        self.write_s = 0.0
+        self.latency: list[float] = []  # seconds per read
 
     def __enter__(self) -> "_TracedProgram":
         original = type(self.program).encode.__get__(self.program)
@@ -53,11 +56,16 @@ class _TracedProgram:
 
     def write(self, episode: Episode) -> None:
         self._last = []
+        t0 = time.perf_counter()
         kept = self.program.write(episode)
+        self.write_s += time.perf_counter() - t0
         self.trace.record(self._last, kept)
 
     def read(self, *args: Any, **kwargs: Any):
-        return self.program.read(*args, **kwargs)
+        t0 = time.perf_counter()
+        out = self.program.read(*args, **kwargs)
+        self.latency.append(time.perf_counter() - t0)
+        return out
 
     def __exit__(self, *exc: object) -> None:
         self.program.__dict__.pop("encode", None)
@@ -146,7 +154,9 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         result.architecture = arch
         result.split = split
         if program is not None:
-            result.cost["memory_items"] = float(sum(program.store.count(ns) for ns in program.store.namespaces()))
+            memory, per_ns = memory_costs(program.store)
+            result.cost.update(memory)
+            result.metadata["memory_per_namespace"] = per_ns
             if program.manager.memory_budget is not None:  # what keeping it cost, counted
                 result.metadata["memory_budget"] = {"tokens": program.manager.memory_budget,
                                                     **program.manager.budget_stats}
@@ -162,6 +172,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
     result.cost["embeddings_computed"] = float(getattr(resources.embedder, "computed", 0) - embedded_before)
     if acct is not None:
         result.cost.update(acct.delta(before).to_metrics())
+    result.cost["lm_tokens"] = lm_tokens(result.cost)
     result.metadata.setdefault("budget_tokens", budget_tokens)
     result.metadata.setdefault("top_k", top_k)
     return result
@@ -195,6 +206,8 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
     if readers is None:
         readers = [program.read if program is not None else None]
     store = program.store if program is not None else None
+    latency: list[list[float]] = [[] for _ in readers]
+    readers = [_timed(read, lat) for read, lat in zip(readers, latency)]
     outcomes: list[list[QueryOutcome]] = [[] for _ in readers]
     per_query: list[dict[str, list[float]]] = [defaultdict(list) for _ in readers]
     timing = [Counter() for _ in readers]
@@ -229,12 +242,26 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
                     if outcome is not None:
                         outs.append(outcome)
                 times["read_s"] += embed_s + time.perf_counter() - t0
-    return [_stream_result(bench, outs, values, times, objective, threshold)
-            for outs, values, times in zip(outcomes, per_query, timing)]
+    return [_stream_result(bench, outs, values, times, objective, threshold, lat)
+            for outs, values, times, lat in zip(outcomes, per_query, timing, latency)]
+
+
+def _timed(read: Callable[..., Any] | None, latency: list[float]) -> Callable[..., Any] | None:
+    """``read`` that appends each call's wall time (seconds) to ``latency``."""
+    if read is None:
+        return None
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        out = read(*args, **kwargs)
+        latency.append(time.perf_counter() - t0)
+        return out
+
+    return timed
 
 
 def _stream_result(bench: Benchmark, outcomes: list[QueryOutcome], per_query: dict[str, list[float]],
-                   timing: Counter, objective: str, threshold: float) -> TrialResult:
+                   timing: Counter, objective: str, threshold: float, latency: list[float]) -> TrialResult:
     by_cat: dict[str, list[float]] = defaultdict(list)
     for o in outcomes:
         by_cat[o.category].append(o.score)
@@ -248,7 +275,8 @@ def _stream_result(bench: Benchmark, outcomes: list[QueryOutcome], per_query: di
         architecture=None, benchmark=bench.name, split=bench.split_name,
         objective=mean(o.score for o in outcomes), scores=scores,
         per_category={c: mean(v) for c, v in sorted(by_cat.items())},
-        cost={k: round(v, 4) for k, v in timing.items()}, outcomes=outcomes,
+        cost={**{k: round(v, 4) for k, v in timing.items()},
+              **{k: v for k, v in read_costs(latency).items() if k != "read_s"}}, outcomes=outcomes,
         attribution={m: attribution.get(m, 0) for m in ("encode", "manage", "store", "retrieve")},
         metadata={"objective": objective, "protocol": "stream", "success_threshold": threshold})
 
@@ -360,6 +388,7 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
     for o in outcomes:
         by_cat[o.category].append(o.score)
     attribution = Counter(o.attribution for o in outcomes if o.attribution)
+    cost = {"write_s": round(traced.write_s, 4), **read_costs(traced.latency)} if traced is not None else {}
     # The objective is the benchmark's task score (for TextWorldExpress: 1 for a success, else half
     # the game's partial score), a finer search signal than the success rate reported beside it.
     objective = mean(o.score for o in outcomes) if outcomes else 0.0
@@ -367,7 +396,7 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
         architecture=None, benchmark=bench.name, split=bench.split_name, objective=objective,
         scores={"task_score": objective, "success_rate": mean(successes) if successes else 0.0,
                 "steps": mean(steps) if steps else 0.0, "tasks": float(len(outcomes))},
-        per_category={c: mean(v) for c, v in sorted(by_cat.items())}, outcomes=outcomes,
+        per_category={c: mean(v) for c, v in sorted(by_cat.items())}, outcomes=outcomes, cost=cost,
         attribution={m: attribution.get(m, 0) for m in ("encode", "manage", "store", "retrieve")},
         metadata={"objective": "task_score", "protocol": f"collect_deploy:{bench.mode}",
                   "success_threshold": threshold},

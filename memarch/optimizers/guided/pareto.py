@@ -1,7 +1,12 @@
-"""The Pareto front of evaluated architectures over (objective: higher is better, cost: lower)."""
+"""The Pareto front of evaluated architectures over (objective: higher is better, cost: lower), or
+in a multi-objective study over the study's own objectives (quality and the costs it minimises)."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from memarch.optimizers.history import TrialRecord
+from memarch.optimizers.pareto import non_dominated
+from memarch.optimizers.study_objectives import values_of
 
 
 def dominates(a: TrialRecord, b: TrialRecord) -> bool:
@@ -24,3 +29,16 @@ def pareto_front(records: list[TrialRecord]) -> list[TrialRecord]:
     pool = list(unique.values())
     front = [r for r in pool if not any(dominates(o, r) for o in pool if o is not r)]
     return sorted(front, key=lambda r: (-r.objective, r.cost, r.number))
+
+
+def objective_front(records: list[TrialRecord], objectives: Sequence[str]) -> list[TrialRecord]:
+    """Records no other record dominates on ``objectives`` (quality first, costs after, as the
+    study measures them), best quality first, then cheapest.
+
+    Example::
+
+        objective_front(history.records, ("quality", "memory_tokens"))
+    """
+    values = [values_of(r.result, objectives) for r in records]
+    front = [(records[i], values[i]) for i in non_dominated(values)]
+    return [r for r, v in sorted(front, key=lambda rv: (-rv[1][0], *rv[1][1:], rv[0].number))]

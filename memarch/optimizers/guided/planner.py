@@ -12,10 +12,11 @@ from memarch.optimizers.guided.diagnosis import diagnose
 from memarch.optimizers.guided.edits import candidate_edits
 from memarch.optimizers.guided.ledger import Ledger
 from memarch.optimizers.guided.observations import Observations
-from memarch.optimizers.guided.pareto import pareto_front
+from memarch.optimizers.guided.pareto import objective_front, pareto_front
 from memarch.optimizers.guided.lm_proposer import LMProposer
 from memarch.optimizers.guided.numeric import numeric_proposals
 from memarch.optimizers.guided.proposer import AttributionProposer, ProposalContext
+from memarch.optimizers.study_objectives import SINGLE, values_of
 
 if TYPE_CHECKING:
     from memarch.optimizers.history import History
@@ -39,6 +40,10 @@ class RoundPlanner:
         k: proposals per round (3 in AutoMem).
         meta_lm: the LM for the proposer and diagnoser (None: the LM-free rules).
         alpha: significance of the paired sign test guarding champion changes.
+
+    In a multi-objective study (``plan(..., objectives=("quality", "memory_tokens"))``) the front
+    is the non-dominated set over the study's objectives and the round edits its members in turn,
+    best quality first: the cheaper members are improved too, not only the best-quality one.
     """
 
     def __init__(self, *, k: int = 3, meta_lm: Any = None, alpha: float = ALPHA):
@@ -47,19 +52,27 @@ class RoundPlanner:
         self.diagnoser = Diagnoser(meta_lm)
         self.proposer = LMProposer(meta_lm) if meta_lm is not None else AttributionProposer()
         self._last: dict[str, Any] = {}
+        self.rounds = 0
 
     def plan(self, history: "History", space: "ArchitectureSpace", *, k: int | None = None,
-             taken: set[str] | None = None, search_space: "SearchSpace | None" = None) -> list["Proposal"]:
-        """Up to ``k`` proposals for the next round; ``taken``: keys running or queued elsewhere.
-        With a full ``search_space`` one of them is a numeric move of a knob (see numeric.py)."""
+             taken: set[str] | None = None, objectives: tuple[str, ...] = SINGLE,
+             search_space: "SearchSpace | None" = None) -> list["Proposal"]:
+        """Up to ``k`` proposals for the next round; ``taken``: keys running or queued elsewhere;
+        ``objectives``: the study's (several: the leader is a member of their Pareto front). With a
+        full ``search_space`` one of them is a numeric move of a knob (see numeric.py)."""
         k = k or self.k
         if not history.records:
             return []
         champion = select_champion(history, self.alpha)
-        leader = history.best()  # the round edits the leader; the champion guards what is kept
         obs = Observations.from_history(history, space.encoders)
         ledger = Ledger.from_history(history, self.alpha)
-        front = pareto_front(history.records)
+        if len(objectives) > 1:
+            front = objective_front(history.records, objectives)
+            leader = front[self.rounds % len(front)]
+        else:
+            front = pareto_front(history.records)
+            leader = history.best()  # the round edits the leader; the champion guards what is kept
+        self.rounds += 1
         diagnosis = diagnose(leader.result)
         tried, dead, inert = history.tried() | set(taken or ()), ledger.dead_ends(), ledger.inert_fields()
         actions = {}
@@ -83,8 +96,10 @@ class RoundPlanner:
                       "ledger": ledger.to_dict(), "champion": champion.architecture.key(),
                       "leader": leader.architecture.key(), "inert_modules": sorted(inert),
                       "observations": obs.to_dict(),
+                      "objectives": list(objectives),
                       "pareto_front": [{"architecture": r.architecture.key(), "objective": r.objective,
-                                        "cost": r.cost} for r in front],
+                                        "cost": r.cost, "values": list(values_of(r.result, objectives))}
+                                       for r in front],
                       "proposals": [{"architecture": p.architecture.key(), "role": p.role, "edit": p.edit}
                                     for p in proposals],
                       "lm_fallbacks": {"diagnoser": int(self.diagnoser.last_error is not None),

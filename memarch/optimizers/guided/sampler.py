@@ -14,6 +14,7 @@ from memarch.optimizers.guided.champion import ALPHA
 from memarch.optimizers.guided.planner import RoundPlanner
 from memarch.optimizers.history import PROPOSAL_PREFIX, History, HistoryCache
 from memarch.optimizers.space import SearchSpace
+from memarch.optimizers.study import study_objectives
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -58,14 +59,17 @@ class GuidedSampler(BaseSampler):
         meta_lm: the LM of the proposer and diagnoser (None: the LM-free attribution rules).
         seed: seed of the default independent sampler.
         alpha: significance of the paired sign test that guards champion changes.
+        objectives: the study's objectives (default: those a memarch study stores, else quality);
+            with several, each round edits members of their Pareto front (see `RoundPlanner`).
         min_history: evaluated architectures needed before the first guided round (default ``k``).
         independent_sampler: where trials come from before that, and when a round is empty.
     """
 
     def __init__(self, space: "SearchSpace | ArchitectureSpace | str", *, k: int = 3, meta_lm: Any = None,
                  seed: int | None = None, alpha: float = ALPHA, min_history: int | None = None,
-                 independent_sampler: BaseSampler | None = None):
+                 independent_sampler: BaseSampler | None = None, objectives: tuple[str, ...] | None = None):
         self.space = SearchSpace.of(space)
+        self.objectives = tuple(objectives) if objectives else None
         self.k = int(k)
         self.seed = seed
         self.min_history = self.k if min_history is None else int(min_history)
@@ -100,7 +104,7 @@ class GuidedSampler(BaseSampler):
                     continue
                 self._annotate(study, trial, p)
                 return self.space.to_params(p.architecture)
-            self._plan(history, held)
+            self._plan(history, held, self.objectives or study_objectives(study))
         self.fallback_trials += 1
         logger.info("guided: no untried proposal this round; trial %d comes from %s", trial.number,
                     type(self._independent).__name__)
@@ -120,8 +124,9 @@ class GuidedSampler(BaseSampler):
         self._independent.reseed_rng()
 
     # -- rounds ---------------------------------------------------------------------------------------
-    def _plan(self, history: History, held: set[str]) -> None:
-        proposals = self.planner.plan(history, self.space.space, k=self.k, taken=held, search_space=self.space)
+    def _plan(self, history: History, held: set[str], objectives: tuple[str, ...]) -> None:
+        proposals = self.planner.plan(history, self.space.space, k=self.k, taken=held, objectives=objectives,
+                                      search_space=self.space)
         round_ = self.planner.artifacts()
         round_["round"] = len(self.rounds)
         round_["after_trials"] = len(history)
