@@ -110,9 +110,9 @@ def _kill_then_resume(tmp_path, objectives: str, budget: int = 12, kill_after: i
         retries = [t for t in study.trials if t.system_attrs.get("failed_trial") == failed[0].number]
         assert len(retries) == 1 and retries[0].state == TrialState.COMPLETE
         lost = failed[0].system_attrs.get("fixed_params", failed[0].params)
-        if lost:  # killed after its architecture was drawn: the retry evaluates that architecture
-            assert retries[0].params == lost
-        # else killed while the sampler was still drawing: nothing was chosen, the retry draws afresh
+        # Killed after (part of) its architecture was drawn: the retry keeps every value drawn and
+        # draws only what the kill cut short (nothing at all when it died before the first one).
+        assert {name: retries[0].params.get(name) for name in lost} == dict(lost)
     assert TrialState.RUNNING not in states
     return study
 
