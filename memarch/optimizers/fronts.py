@@ -69,9 +69,16 @@ class FrontSummary:
             seeds = ", ".join(f"{v:.4f}" for v in self.per_seed[strat])
             out.append(f"{strat}: hypervolume {m:.4f} [{lo:.4f}-{hi:.4f}] (per seed: {seeds})")
             n = len(self.per_seed[strat])
-            members = sorted(self.union[strat].items(), key=lambda kv: (-kv[1][0][0], *kv[1][0][1:], kv[0]))
-            for key, (values, count) in members:
-                out.append(f"    {describe(self.objectives, values)}  {key}  [{count}/{n} seeds]")
+            # Architectures with identical values are one point of the front (LM-free, stores and
+            # managers often tie): one line per point, naming the most frequent architecture.
+            points: dict[tuple[float, ...], list[tuple[str, int]]] = {}
+            for key, (values, count) in self.union[strat].items():
+                points.setdefault(tuple(values), []).append((key, count))
+            for values in sorted(points, key=lambda v: (-v[0], *v[1:])):
+                archs = sorted(points[values], key=lambda kc: (-kc[1], kc[0]))
+                key, count = archs[0]
+                more = f" (+{len(archs) - 1} more with the same values)" if len(archs) > 1 else ""
+                out.append(f"    {describe(self.objectives, list(values))}  {key}  [{count}/{n} seeds]{more}")
         out.append(f"highest median hypervolume: {self.best()}")
         return out
 
