@@ -13,7 +13,7 @@ from memarch.modules.managers._budget import (
     active_tokens, combined_item, extractive_summary, item_tokens,
 )
 from memarch.modules.managers._conflicts import newer_or_equal
-from memarch.modules.managers._consolidation import clusters, medoid, similar_pairs
+from memarch.modules.managers._consolidation import clusters, linked_components, medoid, similar_pairs
 from memarch.modules.managers._promotion import trajectory_actions
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.retrieval import count_tokens
@@ -169,14 +169,6 @@ def neighbourhoods(store: Any, namespace: str, items: list[MemoryItem], vecs: np
     COOCCURS, REINFORCES edges) at cosine >= ``neighbour_threshold``; each cut to its medoid's
     ``max_size`` nearest members; largest first."""
     index = {it.id: i for i, it in enumerate(items)}
-    parent = list(range(len(items)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
     pairs = [(i, j) for i, j, _ in similar_pairs(vecs, threshold)]
     if hasattr(store, "neighbors"):
         for it in items:
@@ -184,14 +176,9 @@ def neighbourhoods(store: Any, namespace: str, items: list[MemoryItem], vecs: np
                 j = index.get(other)
                 if j is not None and float(vecs[index[it.id]] @ vecs[j]) >= neighbour_threshold:
                     pairs.append((index[it.id], j))
-    for i, j in pairs:
-        if items[i].kind == items[j].kind:
-            parent[find(i)] = find(j)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(items)):
-        groups.setdefault(find(i), []).append(i)
+    groups = linked_components(len(items), [(i, j) for i, j in pairs if items[i].kind == items[j].kind])
     out = []
-    for g in groups.values():
+    for g in groups:
         if len(g) < 2:
             continue
         c = g[medoid(vecs[g])]

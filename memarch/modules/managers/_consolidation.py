@@ -27,6 +27,25 @@ def similar_pairs(vecs: np.ndarray, threshold: float) -> list[tuple[int, int, fl
     return out
 
 
+def linked_components(n: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+    """Connected components of ``n`` nodes linked by ``pairs`` (union-find with path halving), each
+    in index order, in order of their first node."""
+    parent = list(range(n))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in pairs:
+        parent[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
 def _compatible(a: MemoryItem, b: MemoryItem, cross_type: bool) -> bool:
     return (cross_type or a.kind == b.kind) and keys_compatible(a, b) and not opposite_outcomes(a, b)
 
@@ -40,22 +59,11 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
     group with A and C unrelated; so each component is cut down to a star: its medoid and the
     members within ``threshold`` of it (the ``max_size`` nearest). The rest wait for a later pass.
     """
-    parent = list(range(len(items)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, j, _ in similar_pairs(vecs, threshold):
-        if _compatible(items[i], items[j], cross_type):
-            parent[find(i)] = find(j)
-    components: dict[int, list[int]] = {}
-    for i in range(len(items)):
-        components.setdefault(find(i), []).append(i)
+    pairs = [(i, j) for i, j, _ in similar_pairs(vecs, threshold)
+             if _compatible(items[i], items[j], cross_type)]
+    components = linked_components(len(items), pairs)
     out = []
-    for comp in components.values():
+    for comp in components:
         if len(comp) < 2:
             continue
         sims = vecs[comp] @ vecs[comp].T
