@@ -12,7 +12,8 @@ import numpy as np
 from memarch.benchmarks.memory_digest import namespace_digest
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.costs import memory_costs, read_costs
-from memarch.pipeline.evaluate import _run_stream, objective_score
+from memarch.pipeline.evaluate import _run_stream
+from memarch.pipeline.question_scoring import objective_score
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.registry import REGISTRY

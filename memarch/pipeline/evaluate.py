@@ -10,9 +10,9 @@ import traceback
 from collections import Counter, defaultdict
 from typing import Any, Callable
 
-from memarch.benchmarks.attribution import StoreView, WriteTrace, attribute, gold_rank
-from memarch.benchmarks.base import Benchmark, Question, TaskBenchmark
-from memarch.benchmarks.metrics import ABSTAIN, answer_recall, answer_span, evidence_recall, mean, qa_f1
+from memarch.benchmarks.attribution import StoreView, WriteTrace, attribute
+from memarch.benchmarks.base import Benchmark, TaskBenchmark
+from memarch.benchmarks.metrics import mean
 from memarch.benchmarks.protocols import collect_then_deploy, question_query, stream_schedule
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.costs import lm_tokens, memory_costs, read_costs
@@ -20,6 +20,7 @@ from memarch.pipeline.episodes import Episode
 from memarch.pipeline.fallbacks import read_counters, trial_delta
 from memarch.pipeline.objectives import OBJECTIVES, check_objective, default_objective  # noqa: F401
 from memarch.pipeline.program import MemoryProgram
+from memarch.pipeline.question_scoring import ask
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.trial import QueryOutcome, TrialResult
 
@@ -236,7 +237,7 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
                 times["write_s"] += write_s
                 t0 = time.perf_counter()
                 for q in questions:
-                    outcome = _ask(read, store, dialogue.namespace, q, question_query(dialogue, q, session), top_k,
+                    outcome = ask(read, store, dialogue.namespace, q, question_query(dialogue, q, session), top_k,
                                    budget, reader, judge, objective, threshold, trace, view, values, attribute_all,
                                    rank_gold)
                     if outcome is not None:
@@ -279,77 +280,6 @@ def _stream_result(bench: Benchmark, outcomes: list[QueryOutcome], per_query: di
               **{k: v for k, v in read_costs(latency).items() if k != "read_s"}}, outcomes=outcomes,
         attribution={m: attribution.get(m, 0) for m in ("encode", "manage", "store", "retrieve")},
         metadata={"objective": objective, "protocol": "stream", "success_threshold": threshold})
-
-
-def objective_fallback(values: dict[str, Any], objective: str) -> str | None:
-    """The score that stands in when a question has no value of ``objective`` (e.g. evidence recall
-    of a question without gold evidence): the reader's QA F1 when there is one, else the answer span."""
-    if values.get(objective) is not None:
-        return None
-    return "qa_f1" if values.get("qa_f1") is not None else "answer_span"
-
-
-def objective_score(values: dict[str, Any], objective: str) -> float:
-    """A question's objective score from its named scores, with `objective_fallback`."""
-    fallback = objective_fallback(values, objective)
-    return float(values.get(objective) if fallback is None else (values.get(fallback) or 0.0))
-
-
-def _ask(read: Callable[..., Any] | None, store: Any, namespace: str, q: Question, query, top_k: int,
-         budget: int | None, reader: Any, judge: Any, objective: str, threshold: float, trace: WriteTrace,
-         view: StoreView, per_query: dict[str, list[float]], attribute_all: bool = False,
-         rank_gold: bool = False) -> QueryOutcome | None:
-    if not q.answerable and reader is None:
-        return None  # unanswerable: scored only with an LM
-    retrieval = read(query, top_k=top_k, budget_tokens=budget) if read is not None else None
-    items = [s.item for s in retrieval.items] if retrieval is not None else []
-    context = retrieval.context if retrieval is not None else ""
-    values: dict[str, float | None] = {}
-    if q.answerable:
-        values["answer_span"] = answer_span(q.answer, context, budget)
-        values["answer_recall"] = answer_recall(q.answer, context, budget)
-        values["evidence_recall"] = evidence_recall(q.evidence, (s for it in items for s in it.source_ids))
-    reader_failed = False
-    if reader is not None:
-        prediction = reader(context, q.text)
-        if prediction is None:
-            # The reader's answer was unusable: a failed query, never an abstention (which would
-            # score 1.0 on an adversarial question).
-            reader_failed = True
-            values["qa_f1"] = 0.0
-            if judge is not None:
-                values["judge"] = 0.0
-        else:
-            values["qa_f1"] = qa_f1(prediction, q.answer or ABSTAIN, q.category)
-            if judge is not None:
-                verdict = judge(q.text, q.answer or ABSTAIN, prediction)
-                values["judge"] = None if verdict is None else float(verdict)
-    for name, v in values.items():
-        if v is not None:
-            per_query[name].append(v)
-    fallback = objective_fallback(values, objective)  # counted and shown, never silent
-    score = objective_score(values, objective)
-    success = score >= threshold
-    evidence: dict[str, Any] = {"question": q.text, "gold_answer": q.answer,
-                                **{k: v for k, v in values.items() if v is not None}}
-    if fallback is not None:
-        evidence["objective_fallback"] = fallback
-    if reader is not None:
-        evidence["prediction"] = prediction
-        if reader_failed:
-            evidence["reader_failed"] = True
-    attribution = None
-    if not success and q.answerable:
-        attribution, facts = attribute(q.evidence, trace, store, namespace, items, view=view)
-        evidence.update(facts)
-        if attribution == "retrieve" and rank_gold:
-            lost = [sid for sid, stage in facts["lost"].items() if stage == "retrieve"]
-            evidence.update(gold_rank(read, query, lost, top_k, len(items)))
-    if attribute_all and q.answerable:
-        evidence["loss_stage"] = attribution if not success else attribute(
-            q.evidence, trace, store, namespace, items, view=view)[0]
-    return QueryOutcome(query_id=q.id, score=float(score), success=success, category=q.category,
-                        attribution=attribution, evidence=evidence, retrieved_ids=[it.id for it in items])
 
 
 def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, budget: int | None,
