@@ -201,7 +201,9 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
     A retrieve failure of the program's own reader also records where its gold ranks in a deeper
     read (`gold_rank`); shared readers (landscapes) memoise reads per query and are not asked twice.
     """
-    rank_gold = readers is None
+    # The deeper gold-rank read goes to the program directly, not through the timed reader: it is
+    # diagnosis, not a read the memory's user makes, so it stays out of read_p50/p95.
+    rank_gold = program.read if readers is None and program is not None else None
     trace = WriteTrace()
     view = StoreView()
     if readers is None:
