@@ -1,6 +1,6 @@
 """What a trial costs beyond its quality: the memory kept at the end (items and tokens, per
 namespace), per-query read latency percentiles and the LM tokens spent — the costs a study can
-minimise as objectives (see memarch/optimizers/objectives.py)."""
+minimise as objectives (see memarch/optimizers/study_objectives.py)."""
 from __future__ import annotations
 
 from typing import Any
