@@ -1,0 +1,230 @@
+"""LongMemEval (Wu et al., ICLR 2025) read from its published files (``longmemeval_s.json``,
+``_m``, ``_oracle``): each instance is one dialogue (its haystack of dated user-assistant sessions)
+and one question asked after the last session.
+
+The layout, as the official README (github.com/xiaowu0162/LongMemEval, "Dataset Format") documents
+it: a JSON list of instances with ``question_id``, ``question_type`` (single-session-user,
+single-session-assistant, single-session-preference, temporal-reasoning, knowledge-update,
+multi-session; a ``question_id`` ending in ``_abs`` is an abstention question), ``question``,
+``answer``, ``question_date``, ``haystack_session_ids``, ``haystack_dates``, ``haystack_sessions``
+(sessions of ``{"role", "content"}`` turns; evidence turns carry ``"has_answer": true``) and
+``answer_session_ids`` (the evidence sessions). Dates read "2023/05/20 (Sat) 02:21". Its retrieval
+code (src/retrieval/run_retrieval.py) numbers a session's turns from 1 and marks turns with
+``has_answer`` as turn-level gold, answer sessions as session-level gold; its metrics
+(src/evaluation/print_qa_metrics.py) count an ``_abs`` question under its type and report
+abstention apart."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memarch.benchmarks.base import Benchmark, Dialogue, Question
+from memarch.errors import DataError
+from memarch.pipeline.episodes import Episode, Turn
+from memarch.pipeline.files import read_json
+
+log = logging.getLogger(__name__)
+
+QUESTION_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
+                  "multi-session", "knowledge-update", "temporal-reasoning")
+VARIANTS = ("s", "m", "oracle")
+ABSTENTION_SUFFIX = "_abs"
+# "2023/05/20 (Sat) 02:21" as published; the weekday is redundant and not checked.
+_DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?")
+
+
+class _Malformed(Exception):
+    """A field of one instance is malformed: ``field`` names it, the message says what was expected."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def parse_date(text: Any) -> str | None:
+    """``"2023/05/20 (Sat) 02:21"`` -> ``"2023-05-20T02:21"``; ``"2023/05/20"`` or an ISO date ->
+    ``"2023-05-20"`` (None when unparseable)."""
+    s = " ".join(str(text).split())
+    m = _DATE.fullmatch(s)
+    try:
+        if m:
+            y, mo, d, hh, mm = m.groups()
+            when = datetime(int(y), int(mo), int(d), int(hh or 0), int(mm or 0))
+            return when.strftime("%Y-%m-%dT%H:%M" if hh is not None else "%Y-%m-%d")
+        when = datetime.fromisoformat(s)
+    except ValueError:
+        return None
+    return when.strftime("%Y-%m-%dT%H:%M" if "T" in s or " " in s else "%Y-%m-%d")
+
+
+def resolve_path(data: str | os.PathLike | None, variant: str = "s") -> Path:
+    """The instance file: ``data`` as a file, or a directory holding ``longmemeval_<variant>.json``
+    (or its ``_cleaned`` release, or either under ``longmemeval/``); default
+    ``$MEMARCH_DATA_DIR/longmemeval``."""
+    if variant not in VARIANTS:
+        raise DataError(f"longmemeval: variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
+    if data is None:
+        root = os.environ.get("MEMARCH_DATA_DIR")
+        if not root:
+            raise DataError("longmemeval: no data path given (pass --data PATH to longmemeval_s.json or "
+                            "its directory, or set MEMARCH_DATA_DIR)")
+        data = root
+    path = Path(data)
+    if not path.is_dir():
+        return path
+    names = (f"longmemeval_{variant}.json", f"longmemeval_{variant}_cleaned.json")
+    for d in (path, path / "longmemeval"):
+        for name in names:
+            if (d / name).is_file():
+                return d / name
+    raise DataError(f"{path}: no {' or '.join(names)} in it or in its longmemeval/ subdirectory "
+                    "(pass the instance file itself, or variant=s|m|oracle)")
+
+
+def _text(inst: dict, field: str, *, numbers: bool = False) -> str:
+    value = inst.get(field)
+    if isinstance(value, str) or (numbers and isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return str(value)  # a few published answers are counts (JSON numbers)
+    raise _Malformed(field, "missing" if value is None else f"expected a string, got {type(value).__name__}")
+
+
+def _list(inst: dict, field: str, length: int | None = None, *, required: bool = True) -> list:
+    value = inst.get(field)
+    if value is None and not required:
+        return []
+    if not isinstance(value, list):
+        raise _Malformed(field, "missing" if value is None else f"expected a list, got {type(value).__name__}")
+    if length is not None and len(value) != length:
+        raise _Malformed(field, f"has {len(value)} entries but haystack_sessions has {length}")
+    return value
+
+
+def _turns(raw: Any, field: str, label: str, day: str | None) -> tuple[list[Turn], list[str]]:
+    """A session's turns (ids ``<label>:<n>``, n from 1 as in the official retrieval code) and the
+    ids of its ``has_answer`` turns."""
+    if not isinstance(raw, list):
+        raise _Malformed(field, f"expected a list of turns, got {type(raw).__name__}")
+    turns, marked = [], []
+    for n, t in enumerate(raw, 1):
+        if not isinstance(t, dict) or not isinstance(t.get("role"), str) or not isinstance(t.get("content"), str):
+            raise _Malformed(f"{field}[{n - 1}]", "expected an object with string 'role' and 'content'")
+        turns.append(Turn(id=f"{label}:{n}", speaker=t["role"], text=t["content"], date=day))
+        if t.get("has_answer") is True:
+            marked.append(turns[-1].id)
+    return turns, marked
+
+
+def parse_instance(inst: Any) -> Dialogue:
+    """One instance -> a dialogue (namespace: the question id) with its one question.
+
+    Sessions are written in time order (the oracle file is not sorted). Turn and episode ids are
+    positional (``S3:5``: session 3 in time order, turn 5), never the published session ids: those
+    name evidence sessions ``answer_...`` and an LM encoder shown turn ids would read the gold.
+    """
+    if not isinstance(inst, dict):
+        raise _Malformed("(instance)", f"expected an object, got {type(inst).__name__}")
+    qid = _text(inst, "question_id")
+    qtype = _text(inst, "question_type")
+    question, answer = _text(inst, "question"), _text(inst, "answer", numbers=True)
+    asked = parse_date(_text(inst, "question_date"))
+    if asked is None:
+        raise _Malformed("question_date", f"unparseable date {inst['question_date']!r} (expected e.g. "
+                                          "'2023/05/20 (Sat) 02:21')")
+    raw_sessions = _list(inst, "haystack_sessions")
+    ids = [str(s) for s in _list(inst, "haystack_session_ids", len(raw_sessions))]
+    dates = _list(inst, "haystack_dates", len(raw_sessions))
+    answer_ids = [str(s) for s in _list(inst, "answer_session_ids", required=False)]
+    parsed = []
+    for j, raw in enumerate(dates):
+        when = parse_date(raw)
+        if when is None:
+            raise _Malformed(f"haystack_dates[{j}]", f"unparseable date {raw!r} (expected e.g. '2023/05/20 (Sat) 02:21')")
+        parsed.append(when)
+    order = sorted(range(len(raw_sessions)), key=lambda j: (parsed[j], j))
+    sessions, marked, by_session = [], [], {}
+    for k, j in enumerate(order, 1):
+        turns, hits = _turns(raw_sessions[j], f"haystack_sessions[{j}]", f"S{k}", parsed[j][:10])
+        sessions.append(Episode(id=f"{qid}/S{k}", turns=turns, time=parsed[j], namespace=qid,
+                                metadata={"date_time": dates[j]}))
+        marked += hits
+        by_session.setdefault(ids[j], []).extend(t.id for t in turns)
+    abstention = qid.endswith(ABSTENTION_SUFFIX)
+    meta: dict[str, Any] = {"question_id": qid, "question_type": qtype, "abstention": abstention,
+                            "answer_session_ids": answer_ids,
+                            "answer_sessions_missing": [s for s in answer_ids if s not in by_session]}
+    if abstention:
+        # No gold location (the official retrieval metrics skip these): scored only with an LM.
+        evidence, meta["abstention_answer"], answer_or_none = [], answer, None
+    else:
+        evidence = marked or [t for s in answer_ids for t in by_session.get(s, [])]
+        answer_or_none = answer
+    meta["evidence_level"] = "turn" if marked and evidence else "session" if evidence else "none"
+    q = Question(id=f"{qid}/q", text=question, answer=answer_or_none, evidence=evidence, category=qtype,
+                 time=asked, ask_after=len(sessions) - 1, metadata=meta)
+    return Dialogue(namespace=qid, sessions=sessions, questions=[q],
+                    metadata={"session_ids": [ids[j] for j in order], "reordered": order != sorted(order)})
+
+
+class LongMemEval(Benchmark):
+    """LongMemEval's published instance files as a stream benchmark, one dialogue per question.
+
+    Example::
+
+        bench = LongMemEval("tests/fixtures/longmemeval")
+        bench.stats()["categories"]   # {'knowledge-update': 1, 'multi-session': 2, ...}
+
+    Args:
+        data: an instance file, or a directory holding ``longmemeval_<variant>.json`` (default
+            ``$MEMARCH_DATA_DIR/longmemeval``).
+        variant: which file of a directory: ``s`` (default, ~40 sessions per question), ``m``
+            (~500) or ``oracle`` (evidence sessions only).
+        instances: keep only the first N instances (quick runs; each one is a whole haystack).
+    """
+
+    name = "longmemeval"
+    categories = QUESTION_TYPES
+
+    def __init__(self, data: str | os.PathLike | None = None, *, variant: str = "s",
+                 instances: int | None = None, **split_options: Any):
+        if instances is not None and int(instances) < 1:
+            raise ValueError(f"instances must be a positive integer, not {instances}")
+        path = resolve_path(data, variant)
+        raw = read_json(path, what="LongMemEval file (a JSON list of instances, e.g. longmemeval_s.json)")
+        if not isinstance(raw, list):
+            raise DataError(f"{path}: not a LongMemEval file (expected a JSON list of instances, got "
+                            f"{type(raw).__name__})")
+        dialogues: list[Dialogue] = []
+        first: dict[str, int] = {}
+        for i, inst in enumerate(raw[: None if instances is None else int(instances)]):
+            qid = inst.get("question_id") if isinstance(inst, dict) else None
+            where = f"{path}: instance {i}" + (f" ({qid})" if isinstance(qid, str) else "")
+            try:
+                dialogues.append(parse_instance(inst))
+            except _Malformed as exc:
+                raise DataError(f"{where}: field {exc.field}: {exc}") from None
+            if qid in first:
+                raise DataError(f"{where}: field question_id: duplicate of instance {first[qid]}")
+            first[qid] = i
+        self.path = path
+        self.variant = variant
+        self._report(dialogues)
+        super().__init__(dialogues, **split_options)
+
+    def _report(self, dialogues: list[Dialogue]) -> None:
+        """Counts of what the loader changed or could not use: nothing is dropped silently."""
+        qs = [q for d in dialogues for q in d.questions]
+        self.load_notes = {
+            "reordered": sum(1 for d in dialogues if d.metadata["reordered"]),
+            "abstention": sum(1 for q in qs if q.metadata["abstention"]),
+            "session_level_evidence": sum(1 for q in qs if q.metadata["evidence_level"] == "session"),
+            "no_evidence": sum(1 for q in qs if q.metadata["evidence_level"] == "none" and q.answerable),
+            "answer_sessions_missing": sum(1 for q in qs if q.metadata["answer_sessions_missing"]),
+        }
+        if self.load_notes["no_evidence"] or self.load_notes["answer_sessions_missing"]:
+            log.warning("longmemeval %s: %d answerable question(s) without gold evidence, %d naming "
+                        "answer sessions absent from their haystack", self.path,
+                        self.load_notes["no_evidence"], self.load_notes["answer_sessions_missing"])
