@@ -171,3 +171,15 @@ def test_cli_evaluate_on_the_fixture(tmp_path, capsys, monkeypatch):
     assert main([*argv[:4], str(bad), *argv[5:]]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "instance 0 (7f3a91c2): field haystack_sessions: missing" in err[0]
+
+
+def test_an_abstention_question_is_right_when_the_reader_abstains(bench, hash_res):
+    """Scored as LoCoMo's adversarial questions are (1 iff the answer abstains), under its own type."""
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.evaluate import evaluate
+
+    abstain = bench._view(dialogues=[d for d in bench.dialogues if d.namespace.endswith("_abs")])
+    arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
+    for answer, expected in (("Kayaks were not mentioned.", 1.0), ("You own two kayaks.", 0.0)):
+        result = evaluate(arch, abstain, split="all", resources=hash_res, reader=lambda ctx, q, a=answer: a)
+        assert result.scores["qa_f1"] == expected and set(result.per_category) == {"multi-session"}

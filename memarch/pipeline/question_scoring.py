@@ -53,7 +53,10 @@ def ask(read: Callable[..., Any] | None, store: Any, namespace: str, q: Question
             if judge is not None:
                 values["judge"] = 0.0
         else:
-            values["qa_f1"] = qa_f1(prediction, q.answer or ABSTAIN, q.category)
+            # No gold answer means the right answer is to abstain, whatever the category (a
+            # LongMemEval ``_abs`` question keeps its type as category).
+            values["qa_f1"] = qa_f1(prediction, q.answer or ABSTAIN,
+                                    q.category if q.answer is not None else "adversarial")
             if judge is not None:
                 verdict = judge(q.text, q.answer or ABSTAIN, prediction)
                 values["judge"] = None if verdict is None else float(verdict)
