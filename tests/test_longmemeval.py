@@ -111,6 +111,7 @@ def _broken(mutate) -> list[dict]:
 
 @pytest.mark.parametrize("mutate, needle", [
     (lambda d: d[2].pop("question_id"), "instance 2: field question_id: missing"),
+    (lambda d: d[2].__setitem__("question_id", " "), "instance 2 ( ): field question_id: empty"),
     (lambda d: d[1].__setitem__("answer", None), "instance 1 (b20c44de): field answer: missing"),
     (lambda d: d[0]["haystack_dates"].pop(), "instance 0 (7f3a91c2): field haystack_dates: has 2 entries"),
     (lambda d: d[4]["haystack_dates"].__setitem__(1, "last Tuesday"), "field haystack_dates[1]: unparseable"),
@@ -129,7 +130,8 @@ def test_malformed_instance_names_index_and_field(tmp_path, mutate, needle):
 
 
 @pytest.mark.parametrize("content, needle", [
-    ('{"question_id": "x"}', "not a LongMemEval file"),
+    ('{"question_id": "x"}', "not a LongMemEval file.*got dict"),
+    ("[]", "got an empty list"),
     ("[{", "malformed JSON"),
 ])
 def test_malformed_file(tmp_path, content, needle):

@@ -128,6 +128,8 @@ def parse_instance(inst: Any) -> Dialogue:
     if not isinstance(inst, dict):
         raise _Malformed("(instance)", f"expected an object, got {type(inst).__name__}")
     qid = _text(inst, "question_id")
+    if not qid.strip():
+        raise _Malformed("question_id", "empty (it names the dialogue)")
     qtype = _text(inst, "question_type")
     question, answer = _text(inst, "question"), _text(inst, "answer", numbers=True)
     asked = parse_date(_text(inst, "question_date"))
@@ -194,9 +196,9 @@ class LongMemEval(Benchmark):
             raise ValueError(f"instances must be a positive integer, not {instances}")
         path = resolve_path(data, variant)
         raw = read_json(path, what="LongMemEval file (a JSON list of instances, e.g. longmemeval_s.json)")
-        if not isinstance(raw, list):
-            raise DataError(f"{path}: not a LongMemEval file (expected a JSON list of instances, got "
-                            f"{type(raw).__name__})")
+        if not isinstance(raw, list) or not raw:
+            got = "an empty list" if isinstance(raw, list) else type(raw).__name__
+            raise DataError(f"{path}: not a LongMemEval file (expected a JSON list of instances, got {got})")
         dialogues: list[Dialogue] = []
         first: dict[str, int] = {}
         for i, inst in enumerate(raw[: None if instances is None else int(instances)]):
