@@ -101,6 +101,24 @@ def test_every_line_validates_against_the_messages_layout(hash_resources):
         assert line["metadata"]["queries_succeeded"] >= 1
 
 
+def test_with_an_lm_the_prompt_is_exactly_what_the_module_sent(tmp_path):
+    from lm_helpers import scripted_lm
+
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.resources import Resources
+
+    answers = [json.dumps({"facts": [{"subject": s, "attribute": a, "value": v, "turn_ids": [t]}]})
+               for s, a, v, t in (("Ann", "pet_dog", "Rex", "D1:1"), ("Bo", "pet_cat", "Tom", "D2:1"))]
+    lm, server = scripted_lm(answers)
+    resources = Resources(embedder=Embedder("hash", cache_dir=tmp_path), cache_dir=tmp_path, lm=lm)
+    export = export_finetune(fact_program(resources), pets())
+    assert len(server.bodies) == 2  # one ExtractFacts call per session
+    [line] = export.lines
+    assert line["metadata"]["label"] == "lm" and line["metadata"]["episode"] == "n/s1"
+    assert line["messages"][:2] == server.bodies[0]["messages"]  # system + user, as sent
+    assert json.loads(line["messages"][2]["content"]) == json.loads(answers[0])
+
+
 @pytest.mark.parametrize("broken, problem", [
     ({"messages": [{"role": "user", "content": "q"}]}, "at least two"),
     ({"messages": [{"role": "user", "content": "q"}, {"role": "bot", "content": "a"}]}, "role"),
