@@ -101,22 +101,37 @@ def test_every_line_validates_against_the_messages_layout(hash_resources):
         assert line["metadata"]["queries_succeeded"] >= 1
 
 
-def test_with_an_lm_the_prompt_is_exactly_what_the_module_sent(tmp_path):
+def test_with_an_lm_the_prompts_are_exactly_what_the_modules_sent(tmp_path):
     from lm_helpers import scripted_lm
 
     from memarch.pipeline.embed import Embedder
     from memarch.pipeline.resources import Resources
 
-    answers = [json.dumps({"facts": [{"subject": s, "attribute": a, "value": v, "turn_ids": [t]}]})
-               for s, a, v, t in (("Ann", "pet_dog", "Rex", "D1:1"), ("Bo", "pet_cat", "Tom", "D2:1"))]
+    def fact(subject, attribute, value, turn):
+        return json.dumps({"facts": [{"subject": subject, "attribute": attribute, "value": value, "turn_ids": [turn]}]})
+
+    def passage(text):
+        return json.dumps({"passage": text})
+
+    # in stream order: write s1, read q1, q2; write s2, read q3
+    answers = [fact("Ann", "pet_dog", "Rex", "D1:1"), passage("Ann's dog is called Rex."), passage("Ann has a dog."),
+               fact("Bo", "pet_cat", "Tom", "D2:1"), passage("Bo's cat is called Felix.")]
     lm, server = scripted_lm(answers)
     resources = Resources(embedder=Embedder("hash", cache_dir=tmp_path), cache_dir=tmp_path, lm=lm)
-    export = export_finetune(fact_program(resources), pets())
-    assert len(server.bodies) == 2  # one ExtractFacts call per session
-    [line] = export.lines
-    assert line["metadata"]["label"] == "lm" and line["metadata"]["episode"] == "n/s1"
-    assert line["messages"][:2] == server.bodies[0]["messages"]  # system + user, as sent
-    assert json.loads(line["messages"][2]["content"]) == json.loads(answers[0])
+    program = MemoryProgram(Architecture(("fact",), "vector", "hyde", "lightweight"), resources=resources, top_k=1)
+    export = export_finetune(program, pets())
+    assert len(server.bodies) == 5 and export.considered == 5
+    by_module = {line["metadata"]["module"]: line for line in export.lines}
+    assert set(by_module) == {"encoder:fact", "retriever:hyde"}  # s1's facts; q1's passage (q2, q3 failed)
+    assert dict(export.dropped) == {ONLY_FAILED: 3}
+    facts, hyde = by_module["encoder:fact"], by_module["retriever:hyde"]
+    assert facts["metadata"]["label"] == hyde["metadata"]["label"] == "lm"
+    assert facts["messages"][:2] == server.bodies[0]["messages"]  # system + user, as sent
+    assert json.loads(facts["messages"][2]["content"]) == json.loads(answers[0])
+    assert hyde["messages"][:2] == server.bodies[1]["messages"]
+    assert json.loads(hyde["messages"][2]["content"]) == {"passage": "Ann's dog is called Rex."}
+    assert (hyde["metadata"]["signature"], hyde["metadata"]["score"]) == ("HypotheticalPassage", 1.0)
+    assert "retrieve" not in program.retriever.__dict__ and "forward" not in program.retriever.write_passage.__dict__
 
 
 @pytest.mark.parametrize("broken, problem", [

@@ -19,6 +19,7 @@ SPLIT = "search"  # training data: the split the search itself read
 CARRIES = ("merged_from", "generalised_from", "revised", "rewritten")
 NEVER_RETRIEVED = "never retrieved"
 ONLY_FAILED = "retrieved only for failed queries"
+UNSCORED_READ = "read not scored (a diagnostic read)"
 BELOW_MIN = "below --min-score"
 
 
@@ -62,7 +63,7 @@ class FinetuneExport:
                  f"pairs considered {self.considered}, kept {len(self.lines)}, dropped {sum(self.dropped.values())}"]
         lines += [f"  dropped: {reason}: {n}" for reason, n in sorted(self.dropped.items(), key=lambda kv: -kv[1])]
         lines += [f"  kept: {module}: {n}" for module, n in sorted(self.kept_by_module.items())]
-        lines += [f"  not exported: {module} has no signature to learn ({n} calls)"
+        lines += [f"  not exported: {module}: {n} calls made no signature call (LM-free path or fallback)"
                   for module, n in sorted(self.unsupported.items())]
         return lines
 
@@ -145,7 +146,14 @@ def _judge(pair: Pair, readers: dict[str, set[int]], outcomes: list[Any], min_sc
     """(None, the line) for a kept pair, else (the reason it was dropped, None)."""
     if pair.outputs is None:
         return (pair.no_label if pair.no_label == "wrote no items" else f"no label: {pair.no_label}"), None
-    read_by = sorted({i for item_id in pair.credited for i in readers.get(item_id, ())})
+    if pair.read is not None:  # a retriever's call: credited by the query its read served
+        text, ids = pair.read
+        read_by = [i for i, o in enumerate(outcomes) if o.retrieved_ids == ids
+                   and text in (o.evidence.get("question"), o.evidence.get("task"))]
+        if not read_by:
+            return UNSCORED_READ, None
+    else:
+        read_by = sorted({i for item_id in pair.credited for i in readers.get(item_id, ())})
     if not read_by:
         return NEVER_RETRIEVED, None
     succeeded = sum(1 for i in read_by if outcomes[i].success)

@@ -15,6 +15,7 @@ ENCODER_PREDICTORS = {"turn": "rewrite", "summary": "summarize", "fact": "extrac
                       "event": "extract", "tip": "extract", "insight": "diagnose", "trajectory": "compress",
                       "workflow": "induce", "shortcut": "write_macro"}
 CONFLICT_PREDICTOR = "resolve"  # a manager's ResolveConflict judge
+RETRIEVER_PREDICTORS = {"hyde": "write_passage", "cbr_rerank": "rerank"}  # called per read, with an LM only
 _ENTITY_KINDS = {"speaker": "person", "named": "other"}  # the LM-free encoder's kinds, in the Literal's terms
 
 
@@ -37,6 +38,7 @@ class Pair:
         inputs: the signature's input fields as the module would fill them.
         outputs: the signature's output fields; None when ``no_label`` says why there is none.
         credited: ids of the memory items whose retrieval for a query credits this call.
+        read: for a retriever's call, (query text, ids the read returned): the query it served.
         episode_id: the episode the call was about (None for a manager decision without one).
         namespace: the memory namespace written.
         label: ``lm`` (the module's LM answered) or ``lm-free`` (a teacher label from the LM-free path).
@@ -52,6 +54,7 @@ class Pair:
     namespace: str = "default"
     label: str = "lm-free"
     no_label: str | None = None
+    read: tuple[str, list[str]] | None = None
 
     @property
     def signature_name(self) -> str:
@@ -191,6 +194,15 @@ def conflict_pair(manager: Any, existing: str, new: str, decision: str, reason: 
                 episode_id=episode_id, namespace=namespace, label="lm" if lm else "lm-free")
 
 
+def retriever_pair(retriever: Any, inputs: dict[str, Any], prediction: Any, *, query: str,
+                   read_ids: list[str], namespace: str) -> Pair:
+    """A retriever's LM call for one read (first-try form: no feedback), credited to that read."""
+    predictor = getattr(retriever, RETRIEVER_PREDICTORS[retriever.name])
+    outputs = {name: prediction.get(name) for name in predictor.signature.output_fields}
+    return Pair(f"retriever:{retriever.name}", predictor, {**inputs, "feedback": ""}, outputs,
+                namespace=namespace, label="lm", read=(query, list(read_ids)))
+
+
 def has_signature(module: Any, attribute: str) -> bool:
     """Whether ``module`` carries a ``dspy.Predict`` under ``attribute``."""
     import dspy
@@ -198,5 +210,5 @@ def has_signature(module: Any, attribute: str) -> bool:
     return isinstance(getattr(module, attribute, None), dspy.Predict)
 
 
-__all__ = ["CONFLICT_PREDICTOR", "ENCODER_PREDICTORS", "NoLabel", "Pair", "conflict_pair", "encoder_inputs",
-           "encoder_pairs", "has_signature"]
+__all__ = ["CONFLICT_PREDICTOR", "ENCODER_PREDICTORS", "RETRIEVER_PREDICTORS", "NoLabel", "Pair", "conflict_pair",
+           "encoder_inputs", "encoder_pairs", "has_signature", "retriever_pair"]

@@ -1,12 +1,14 @@
 """Recording a program's memory-module calls while it runs: each encoder call (the episode in,
-the items written) and each manager conflict decision, as fine-tuning `Pair`s. The hooks shadow
+the items written), each manager conflict decision and each retriever LM call (per read), as
+fine-tuning `Pair`s. The hooks shadow
 methods on the instances for the length of the run and change no behaviour."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memarch.optimizers.finetune_labels import (CONFLICT_PREDICTOR, ENCODER_PREDICTORS, Pair, conflict_pair,
-                                                encoder_pairs, has_signature)
+from memarch.optimizers.finetune_labels import (CONFLICT_PREDICTOR, ENCODER_PREDICTORS, RETRIEVER_PREDICTORS,
+                                                Pair, conflict_pair, encoder_pairs, has_signature,
+                                                retriever_pair)
 
 if TYPE_CHECKING:
     from memarch.pipeline.program import MemoryProgram
@@ -19,8 +21,8 @@ class CallRecorder:
 
         with CallRecorder(program) as recorder:
             evaluate(program, "generated", split="search")
-        recorder.pairs        # one per encoder call (or per item), one per conflict decision
-        recorder.unsupported  # modules without a signature to export, e.g. {"encoder:x": 3}
+        recorder.pairs        # one per encoder call (or per item), conflict decision, retriever LM call
+        recorder.unsupported  # module -> calls that made no signature call, e.g. {"retriever:cbr_rerank": 9}
 
     Args:
         program: the `MemoryProgram` whose modules are recorded.
@@ -41,6 +43,13 @@ class CallRecorder:
         manager = self.program.manager
         if has_signature(manager, CONFLICT_PREDICTOR):
             self._hook(manager, "resolve_conflict", self._conflict_hook(manager))
+        retriever = self.program.retriever
+        attribute = RETRIEVER_PREDICTORS.get(retriever.name)
+        if attribute is not None and has_signature(retriever, attribute):
+            asked: list[tuple[dict, Any]] = []
+            predictor = getattr(retriever, attribute)
+            self._hook(predictor, "forward", self._asked_hook(predictor, asked))
+            self._hook(retriever, "retrieve", self._retrieve_hook(retriever, asked))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -76,6 +85,35 @@ class CallRecorder:
             return original(episode)
 
         return encode
+
+    @staticmethod
+    def _asked_hook(predictor: Any, asked: list):
+        original = type(predictor).forward.__get__(predictor)
+
+        def forward(**inputs):
+            prediction = original(**inputs)
+            asked.append(({k: v for k, v in inputs.items() if k != "feedback"}, prediction))
+            return prediction
+
+        return forward
+
+    def _retrieve_hook(self, retriever: Any, asked: list):
+        original = type(retriever).retrieve.__get__(retriever)
+        module = f"retriever:{retriever.name}"
+
+        def retrieve(query, store, **kwargs):
+            asked.clear()
+            before = getattr(retriever, "fallbacks", 0)
+            retrieval = original(query, store, **kwargs)
+            if asked and self._lm_answered(retriever, before):  # the last answer is the one it used
+                inputs, prediction = asked[-1]
+                self.pairs.append(retriever_pair(retriever, inputs, prediction, query=retrieval.query.text,
+                                                 read_ids=retrieval.ids(), namespace=retrieval.query.namespace))
+            else:  # the LM-free path (or a fallback): no signature answer to learn from
+                self.unsupported[module] = self.unsupported.get(module, 0) + 1
+            return retrieval
+
+        return retrieve
 
     def _conflict_hook(self, manager: Any):
         from memarch.modules.managers._conflicts import describe
