@@ -134,6 +134,27 @@ def test_with_an_lm_the_prompts_are_exactly_what_the_modules_sent(tmp_path):
     assert "retrieve" not in program.retriever.__dict__ and "forward" not in program.retriever.write_passage.__dict__
 
 
+def test_experience_encoder_outputs_state_their_signatures(hash_resources):
+    from memarch.optimizers.finetune_labels import encoder_pairs
+    from memarch.pipeline.episodes import Step
+    from memarch.pipeline.items import MemoryItem
+    from memarch.pipeline.registry import REGISTRY
+
+    episode = Episode(id="e1", task="put the apple in the fridge", outcome="failure", namespace="ns",
+                      steps=[Step("s1", "take apple", "You can't."), Step("s2", "open fridge", "Opened.")])
+    tip = {"topic": "take", "principle": "Before `take apple`, do `open fridge`.", "micro_example": "x",
+           "counterfactual": "y", "use_when": "about to take", "avoid_when": "done", "source": "precondition"}
+    insight = {"failure_pattern": "precondition_violation", "root_cause": "took before opening",
+               "corrective_strategy": "open first", "detection_signal": "You can't."}
+    for name, fields, signature in (("tip", tip, "ExtractTips"), ("insight", insight, "DiagnoseFailure")):
+        encoder = REGISTRY.get("encoder", name).cls(hash_resources)
+        item = MemoryItem(f"{name} text", name, fields=fields, episode_id="e1", source_ids=["s1"], namespace="ns")
+        [pair] = encoder_pairs(encoder, episode, [item], lm=False)
+        assert pair.signature_name == signature and pair.inputs["task"] == episode.task
+        assert "[s1] > take apple" in pair.inputs["trajectory"]
+        chat_line(pair.predictor, pair.inputs, pair.outputs)  # validates against the output types
+
+
 @pytest.mark.parametrize("broken, problem", [
     ({"messages": [{"role": "user", "content": "q"}]}, "at least two"),
     ({"messages": [{"role": "user", "content": "q"}, {"role": "bot", "content": "a"}]}, "role"),
