@@ -27,14 +27,12 @@ def ask_session(predictor: dspy.Predict, resources: Resources, episode: Episode,
                 **inputs: Any) -> dspy.Prediction:
     """Call ``predictor`` on ``episode``; ``check`` raises ValueError on an answer that parses but is
     unusable (unknown turn ids, bad dates). One retry tells the LM what was wrong."""
-    anchor = session_anchor(episode)
-    date = (anchor.isoformat() if iso_date else format_date(anchor)) if anchor else "unknown"
+    session = session_inputs(episode, iso_date=iso_date)
     feedback = ""
     for attempt in (1, 2):
         try:
             with resources.lm_context():
-                pred = predictor(session_date=date, dialogue=render_dialogue(episode),
-                                 feedback=feedback, **inputs)
+                pred = predictor(**session, feedback=feedback, **inputs)
             check(pred)
             return pred
         except (AdapterParseError, ValueError) as exc:
@@ -46,6 +44,14 @@ def ask_session(predictor: dspy.Predict, resources: Resources, episode: Episode,
             feedback = (f"Your previous answer was rejected: {reason}. Answer again, following the "
                         "output format exactly and citing only turn ids that appear in the dialogue.")
     raise AssertionError("unreachable")
+
+
+def session_inputs(episode: Episode, *, iso_date: bool = False) -> dict[str, str]:
+    """What every conversation signature reads of a session: its date and its rendered dialogue
+    (fine-tuning export builds the same prompt from it)."""
+    anchor = session_anchor(episode)
+    date = (anchor.isoformat() if iso_date else format_date(anchor)) if anchor else "unknown"
+    return {"session_date": date, "dialogue": render_dialogue(episode)}
 
 
 def known_turn_ids(episode: Episode, cited: list[str], what: str) -> list[str]:
