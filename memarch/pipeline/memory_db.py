@@ -1,0 +1,193 @@
+"""`MemoryDB`: the SQLite file under a `Memory`'s path — the source of truth that several processes
+share (WAL, busy timeout, one writer at a time), with a change counter readers catch up from."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from memarch.errors import DataError, MemarchError
+
+DB_FILE = "memory.db"
+FORMAT = "memarch.memory/1"
+BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    namespace TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (namespace, id));
+CREATE INDEX IF NOT EXISTS items_seq ON items(seq);
+CREATE INDEX IF NOT EXISTS items_id ON items(id);
+CREATE TABLE IF NOT EXISTS episodes (
+    n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, namespace TEXT NOT NULL, time TEXT, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS episodes_id ON episodes(id);
+CREATE INDEX IF NOT EXISTS episodes_namespace ON episodes(namespace);
+CREATE TABLE IF NOT EXISTS namespaces (namespace TEXT PRIMARY KEY, episodes INTEGER NOT NULL);
+"""
+
+
+class MemoryDB:
+    """Items (one JSON row per `MemoryItem`, keyed by namespace and id), the raw episodes that were
+    added, and two counters: ``changes`` (every committed write) and ``purges`` (user deletions).
+
+    Example::
+
+        db = MemoryDB("mem/")
+        with db.write():                      # BEGIN IMMEDIATE: the one writer at a time
+            seq = db.bump()
+            db.upsert([("alice", item.id, item.to_dict())], seq)
+        db.counters()                         # (changes, purges): has anyone else written?
+
+    Args:
+        directory: where ``memory.db`` lives (created if missing).
+
+    Rows keep their rowid when updated, so ``ORDER BY rowid`` is the order items were first
+    written; a reader replays rows in that order and rebuilds the same store.
+    """
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        self.path = self.directory / DB_FILE
+        if self.directory.exists() and not self.directory.is_dir():
+            raise DataError(f"{self.directory}: is a file (expected a directory for the memory's state)")
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataError(f"{self.directory}: cannot create the memory directory ({exc.strerror or exc})") from None
+        try:
+            # isolation_level=None: transactions are begun explicitly (IMMEDIATE for writers).
+            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                        check_same_thread=False)
+            self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL in WAL mode: every commit is atomic and survives a process crash; a power
+            # loss may drop the last commits but never corrupts the file.
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            with self.write():
+                for stmt in filter(str.strip, _SCHEMA.split(";")):
+                    self.conn.execute(stmt)
+                fmt = self.get_meta("format")
+                if fmt is None:
+                    if self.conn.execute("SELECT count(*) FROM items").fetchone()[0]:
+                        raise DataError(f"{self.path}: has items but no format; not a memarch memory")
+                    self.set_meta("format", FORMAT)
+                    self.set_meta("changes", 0)
+                    self.set_meta("purges", 0)
+                elif fmt != FORMAT:
+                    raise DataError(f"{self.path}: memory format {fmt!r}, this memarch reads {FORMAT!r}")
+        except sqlite3.DatabaseError as exc:
+            raise DataError(f"{self.path}: not a memarch memory database ({exc})") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- transactions ------------------------------------------------------------------------------
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """One write transaction: waits (up to the busy timeout) for other writers, commits on
+        success, rolls back on any error."""
+        self._begin("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self._end()
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        """A consistent snapshot for several SELECTs (WAL readers never block the writer)."""
+        self._begin("BEGIN")
+        try:
+            yield
+        finally:
+            self._end()
+
+    def _begin(self, sql: str) -> None:
+        try:
+            self.conn.execute(sql)
+        except sqlite3.OperationalError as exc:  # "database is locked" after the busy timeout
+            raise MemarchError(f"{self.path}: {exc} (another process held it for over "
+                               f"{BUSY_TIMEOUT_S:.0f} s)") from None
+
+    def _end(self) -> None:
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            self.conn.execute("ROLLBACK")
+            raise MemarchError(f"{self.path}: commit failed ({exc})") from None
+
+    # -- meta and counters -------------------------------------------------------------------------
+    def get_meta(self, key: str) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
+                          "SET value = excluded.value", (key, json.dumps(value, sort_keys=True)))
+
+    def counters(self) -> tuple[int, int]:
+        """(changes, purges) as committed now: one indexed read, cheap enough before every search."""
+        rows = dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('changes', 'purges')"))
+        return int(rows.get("changes", 0)), int(rows.get("purges", 0))
+
+    def bump(self, *, purge: bool = False) -> int:
+        """Inside `write`: the next change number (and one more purge when ``purge``)."""
+        changes, purges = self.counters()
+        self.set_meta("changes", changes + 1)
+        if purge:
+            self.set_meta("purges", purges + 1)
+        return changes + 1
+
+    # -- items -------------------------------------------------------------------------------------
+    def upsert(self, rows: list[tuple[str, str, dict]], seq: int) -> None:
+        self.conn.executemany(
+            "INSERT INTO items(namespace, id, seq, data) VALUES (?, ?, ?, ?) ON CONFLICT(namespace, id) "
+            "DO UPDATE SET seq = excluded.seq, data = excluded.data",
+            [(ns, iid, seq, json.dumps(data, ensure_ascii=False, default=str)) for ns, iid, data in rows])
+
+    def items(self, since: int = 0) -> list[dict]:
+        """Items changed after change ``since`` (all with 0), in first-written order."""
+        cur = self.conn.execute("SELECT data FROM items WHERE seq > ? ORDER BY rowid", (since,))
+        return [json.loads(data) for (data,) in cur]
+
+    def find(self, item_id: str, namespace: str | None = None) -> list[dict]:
+        if namespace is None:
+            cur = self.conn.execute("SELECT data FROM items WHERE id = ?", (item_id,))
+        else:
+            cur = self.conn.execute("SELECT data FROM items WHERE id = ? AND namespace = ?", (item_id, namespace))
+        return [json.loads(data) for (data,) in cur]
+
+    def namespace_items(self, namespace: str) -> list[dict]:
+        cur = self.conn.execute("SELECT data FROM items WHERE namespace = ? ORDER BY rowid", (namespace,))
+        return [json.loads(data) for (data,) in cur]
+
+    # -- episodes ----------------------------------------------------------------------------------
+    def new_episode(self, namespace: str, time: str | None) -> int:
+        """Inside `write`: a number no other episode of this memory has (never reused)."""
+        cur = self.conn.execute("INSERT INTO episodes(namespace, time, data) VALUES (?, ?, '{}')", (namespace, time))
+        self.conn.execute("INSERT INTO namespaces(namespace, episodes) VALUES (?, 1) ON CONFLICT(namespace) "
+                          "DO UPDATE SET episodes = episodes + 1", (namespace,))
+        return int(cur.lastrowid)
+
+    def save_episode(self, n: int, data: dict) -> None:
+        self.conn.execute("UPDATE episodes SET id = ?, data = ? WHERE n = ?",
+                          (data["id"], json.dumps(data, ensure_ascii=False, default=str), n))
+
+    def episode_count(self, namespace: str) -> int:
+        row = self.conn.execute("SELECT episodes FROM namespaces WHERE namespace = ?", (namespace,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def episode(self, episode_id: str) -> dict | None:
+        row = self.conn.execute("SELECT data FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def purge(self, namespace: str) -> tuple[int, int]:
+        """Inside `write`: remove a namespace's items and episodes; returns how many of each."""
+        items = self.conn.execute("DELETE FROM items WHERE namespace = ?", (namespace,)).rowcount
+        episodes = self.conn.execute("DELETE FROM episodes WHERE namespace = ?", (namespace,)).rowcount
+        self.conn.execute("DELETE FROM namespaces WHERE namespace = ?", (namespace,))
+        return int(items), int(episodes)
