@@ -211,3 +211,21 @@ def test_every_store_sees_another_handles_writes(store, tmp_path, hash_resources
     assert "cello" in reader.search("who plays the cello?", user_id="ana", limit=1)[0].text
     writer.delete(user_id="ana", item_id=writer.search("sourdough", user_id="ana", limit=1)[0].id)
     assert [h.text for h in reader.search("sourdough bread", user_id="ana", limit=5) if "sourdough" in h.text] == []
+
+
+def _add_in_child(memory: Memory) -> None:
+    parent_conn = memory.db._conn
+    memory.add("Written by a forked worker.", user_id="ana", timestamp="2026-05-01")
+    if memory.db._conn is parent_conn:  # SQLite connections must not cross a fork
+        raise SystemExit(3)
+
+
+def test_a_forked_worker_opens_its_own_connection(program_file, tmp_path):
+    memory = Memory.load(program_file, path=tmp_path / "mem")  # loaded before the fork, as a preloading server does
+    memory.add("Written by the parent.", user_id="ana", timestamp="2026-05-01")
+    child = mp.get_context("fork").Process(target=_add_in_child, args=(memory,))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert sorted(h.text for h in memory.search("written", user_id="ana")) == [
+        "user (1 May 2026): Written by a forked worker.", "user (1 May 2026): Written by the parent."]

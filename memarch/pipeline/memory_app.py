@@ -135,7 +135,8 @@ class Memory:
     def search(self, query: str, *, user_id: str = "default", limit: int | None = None) -> list[MemoryRecord]:
         """The program's read for ``user_id``: at most ``limit`` (default the program's top_k)
         items, best first, each with score and provenance; other users' items never appear."""
-        return [MemoryRecord.of(s.item, s.score) for s in self._read(query, user_id, limit).items]
+        with self._lock:  # records are built before another thread's write can change the items
+            return [MemoryRecord.of(s.item, s.score) for s in self._read(query, user_id, limit).items]
 
     def context(self, query: str, *, user_id: str = "default", limit: int | None = None) -> str:
         """The context the program would give the model (its token budget applied)."""
@@ -216,6 +217,7 @@ class Memory:
                new_episode: bool = True) -> list[MemoryRecord]:
         """One transaction: catch up, write through the program, persist every item it touched."""
         with self._lock:
+            writing = False
             try:
                 with self.db.write():
                     self._catch_up(in_transaction=True)
@@ -225,13 +227,15 @@ class Memory:
                     episode = make(n)
                     if episode is not None:
                         self.program.episodes_written[ns] = self.db.episode_count(ns) - 1
+                        writing = True
                         kept = self.program.write(episode)
                         self.db.save_episode(n, episode.to_dict())
                     seq = self.db.bump()
                     self.db.upsert(self._touched.rows(self.program.store), seq)
             except BaseException:
-                # The program may hold changes the rollback undid: rebuild it from what is committed.
-                self._reload()
+                if writing or self._touched.keys:
+                    # The program may hold changes the rollback undid: rebuild it from what is committed.
+                    self._reload()
                 raise
             self._seen = (seq, self._seen[1])
         return [MemoryRecord.of(it) for it in kept]

@@ -3,14 +3,22 @@ share (WAL, busy timeout, one writer at a time), with a change counter readers c
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from memarch.errors import DataError, MemarchError
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
 DB_FILE = "memory.db"
+LOCK_FILE = "memory.lock"
 FORMAT = "memarch.memory/1"
 BUSY_TIMEOUT_S = 60.0
 
@@ -57,15 +65,9 @@ class MemoryDB:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DataError(f"{self.directory}: cannot create the memory directory ({exc.strerror or exc})") from None
+        self._pid, self._conn = -1, None
+        self._lock_pid, self._lock_fd = -1, -1
         try:
-            # isolation_level=None: transactions are begun explicitly (IMMEDIATE for writers).
-            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                        check_same_thread=False)
-            self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            # NORMAL in WAL mode: every commit is atomic and survives a process crash; a power
-            # loss may drop the last commits but never corrupts the file.
-            self.conn.execute("PRAGMA synchronous = NORMAL")
             with self.write():
                 for stmt in filter(str.strip, _SCHEMA.split(";")):
                     self.conn.execute(stmt)
@@ -81,21 +83,68 @@ class MemoryDB:
         except sqlite3.DatabaseError as exc:
             raise DataError(f"{self.path}: not a memarch memory database ({exc})") from None
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This process's connection: a forked child (a web server's worker) opens its own, as
+        SQLite requires."""
+        if self._pid != os.getpid():
+            # isolation_level=None: transactions are begun explicitly (IMMEDIATE for writers).
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL in WAL mode: every commit is atomic and survives a process crash; a power
+            # loss may drop the last commits but never corrupts the file.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._pid, self._conn = os.getpid(), conn
+        return self._conn
+
     def close(self) -> None:
-        self.conn.close()
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()
+        self._pid, self._conn = -1, None
+        if self._lock_fd >= 0 and self._lock_pid == os.getpid():
+            os.close(self._lock_fd)
+        self._lock_pid, self._lock_fd = -1, -1
 
     # -- transactions ------------------------------------------------------------------------------
     @contextmanager
     def write(self) -> Iterator[None]:
         """One write transaction: waits (up to the busy timeout) for other writers, commits on
         success, rolls back on any error."""
-        self._begin("BEGIN IMMEDIATE")
+        with self._writer_lock():
+            self._begin("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self._end()
+
+    @contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        """An flock on ``memory.lock`` around each write: a waiting writer gets the lock as soon as
+        it is free, where SQLite's busy handler sleeps up to 100 ms between tries."""
+        if fcntl is None:  # no flock (Windows): SQLite's own lock alone
+            yield
+            return
+        if self._lock_pid != os.getpid():
+            self._lock_fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+            self._lock_pid = os.getpid()
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise MemarchError(f"{self.directory / LOCK_FILE}: another process held the write lock "
+                                       f"for over {BUSY_TIMEOUT_S:.0f} s") from None
+                time.sleep(0.0005)
         try:
             yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self._end()
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextmanager
     def read(self) -> Iterator[None]:
