@@ -41,6 +41,7 @@ def test_add_then_search_returns_items_with_provenance(program_file, tmp_path):
     assert top.event_time == "2026-06-01"
     assert [e["action"] for e in top.lineage][:2] == ["created", "admitted"]
     assert memory.history(top.id) == top.lineage
+    assert memory.source(top.id) == [{"turn_id": "e2:0", "speaker": "user", "text": "My sister Rita plays the cello."}]
     assert "cello" in memory.context("who plays the cello?", user_id="ana")
 
 
@@ -229,3 +230,18 @@ def test_a_forked_worker_opens_its_own_connection(program_file, tmp_path):
     assert child.exitcode == 0
     assert sorted(h.text for h in memory.search("written", user_id="ana")) == [
         "user (1 May 2026): Written by a forked worker.", "user (1 May 2026): Written by the parent."]
+
+
+def test_an_experience_program_takes_episodes_not_messages(tmp_path, hash_resources):
+    from memarch import Episode, Step
+
+    memory = Memory.load(Architecture(("trajectory",), "json", "hybrid", "lightweight"), path=tmp_path / "mem",
+                         resources=hash_resources)
+    with pytest.raises(MemarchError, match="reads agent steps, not messages; use add_episode"):
+        memory.add("open the fridge", user_id="agent")
+    memory.add_episode(Episode(id="", task="put an apple in the fridge", outcome="success",
+                               steps=[Step("s1", "open fridge", "The fridge is open."),
+                                      Step("s2", "put apple in fridge", "Done.")]), user_id="agent")
+    hit = memory.search("put an egg in the fridge", user_id="agent")[0]
+    assert (hit.encoder, hit.episode_id, hit.user_id) == ("trajectory", "e1", "agent")
+    assert [s["action"] for s in memory.source(hit.id)] == ["open fridge", "put apple in fridge"]

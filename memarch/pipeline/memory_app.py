@@ -91,14 +91,14 @@ class Memory:
             Another process (or a restart) that loads the same program on the same path shares it.
         resources: embedder and LM (default: the program's embedder, no LM).
 
-    Every add is one transaction under SQLite's write lock: the writer first applies what other
-    processes committed, so the manager curates against the whole memory and nothing is lost.
-    A search first applies committed changes (one counter read when there are none).
+    Every add is one transaction under the write lock (an flock, then SQLite's): the writer first
+    applies what other processes committed, so the manager curates against the whole memory and
+    nothing is lost. A search first applies committed changes (one counter read when there are none).
     """
 
     def __init__(self, program: Any, path: str | Path, *, resources: Resources | None = None):
         data, source, self.resources = read_program(program, resources)
-        self.source = source
+        self._source = source
         self._data = data
         self._lock = threading.RLock()
         self.db = MemoryDB(path)
@@ -120,7 +120,7 @@ class Memory:
         ns = _user(user_id)
         said, when = as_messages(messages), as_time(timestamp)
         if self.program.family == "experience":
-            raise MemarchError(f"{self.source}: an experience-family program (encoders "
+            raise MemarchError(f"{self._source}: an experience-family program (encoders "
                                f"{', '.join(self.program.architecture.encode)}) reads agent steps, not "
                                "messages; use add_episode")
         return self._write(ns, when.isoformat(),
@@ -146,6 +146,20 @@ class Memory:
         """The item's lineage, oldest first: created by which encoder, then every manager action
         (``merged_from`` with the merged ids, ``superseded_by``, ``deleted``...)."""
         return self.get(item_id, user_id=user_id).lineage
+
+    def source(self, item_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:
+        """The messages an item was written from: ``[{"turn_id", "speaker", "text"}]`` (the
+        steps, for an agent episode)."""
+        record = self.get(item_id, user_id=user_id)
+        with self._lock, self.db.read():
+            episode = self.db.episode(record.episode_id, record.user_id) if record.episode_id else None
+        if episode is None:
+            return []
+        wanted = set(record.source_ids)
+        turns = [{"turn_id": t["id"], "speaker": t["speaker"], "text": t["text"]} for t in episode.get("turns", [])]
+        steps = [{"step_id": s["id"], "action": s["action"], "observation": s["observation"]}
+                 for s in episode.get("steps", [])]
+        return [m for m in turns + steps if m.get("turn_id", m.get("step_id")) in wanted]
 
     def get(self, item_id: str, *, user_id: str | None = None) -> MemoryRecord:
         """One item (also a superseded or deleted one) as committed now."""
@@ -261,7 +275,7 @@ class Memory:
         changes, purges = self.db.counters()
         rows = self.db.items(since=0)
         if self._seen != (-1, -1):  # the first load already built one
-            self.program, self._touched = build_program(self._data, self.resources, self.source)
+            self.program, self._touched = build_program(self._data, self.resources, self._source)
         if rows:
             self.program.store.add([MemoryItem.from_dict(r) for r in rows])
         self._touched.clear()
@@ -278,8 +292,9 @@ class Memory:
         if have is not None and have != want:
             from memarch.pipeline.architecture import Architecture
 
+            self.db.close()
             raise DataError(f"{self.path}: holds the memory of {Architecture.from_dict(have['architecture']).key()}"
-                            f" (embedder {have.get('embedder')}), not of {self.source} "
+                            f" (embedder {have.get('embedder')}), not of {self._source} "
                             f"({self.program.architecture.key()}, embedder {want.get('embedder')}); "
                             "use another path")
 

@@ -230,8 +230,9 @@ class MemoryDB:
         row = self.conn.execute("SELECT episodes FROM namespaces WHERE namespace = ?", (namespace,)).fetchone()
         return 0 if row is None else int(row[0])
 
-    def episode(self, episode_id: str) -> dict | None:
-        row = self.conn.execute("SELECT data FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+    def episode(self, episode_id: str, namespace: str) -> dict | None:
+        row = self.conn.execute("SELECT data FROM episodes WHERE id = ? AND namespace = ? ORDER BY n DESC",
+                                (episode_id, namespace)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def purge(self, namespace: str) -> tuple[int, int]:
