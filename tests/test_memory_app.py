@@ -245,3 +245,26 @@ def test_an_experience_program_takes_episodes_not_messages(tmp_path, hash_resour
     hit = memory.search("put an egg in the fridge", user_id="agent")[0]
     assert (hit.encoder, hit.episode_id, hit.user_id) == ("trajectory", "e1", "agent")
     assert [s["action"] for s in memory.source(hit.id)] == ["open fridge", "put apple in fridge"]
+
+
+def test_the_manager_curates_against_other_handles_writes(program_file, tmp_path):
+    first = Memory.load(program_file, path=tmp_path / "mem")
+    second = Memory.load(program_file, path=tmp_path / "mem")
+    first.add("I adopted a cat named Miso.", user_id="ana", timestamp="2026-05-03")
+    second.add("I adopted a cat named Miso.", user_id="ana", timestamp="2026-05-03")  # caught up inside the lock
+    assert first.count(user_id="ana") == second.count(user_id="ana") == 1
+    (kept,) = second.get_all(user_id="ana")
+    assert kept.episode_id == "e1" and len(kept.merged_from) == 1
+    assert second.get(kept.merged_from[0]).episode_id == "e2"
+
+
+def test_a_programs_saved_memory_bank_is_not_used_and_says_so(tmp_path, hash_resources, caplog):
+    from memarch import Episode, Turn
+
+    program = MemoryProgram(ARCH, resources=hash_resources)
+    program.write(Episode(id="bench", turns=[Turn("D1:1", "Caroline", "I went to the support group.")]))
+    program.save(tmp_path / "with_bank.json")  # include_memory=True
+    with caplog.at_level("WARNING"):
+        memory = Memory.load(tmp_path / "with_bank.json", path=tmp_path / "mem")
+    assert "saved memory bank (1 items) is not used" in caplog.text
+    assert memory.search("support group", user_id="default") == []
