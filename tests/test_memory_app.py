@@ -268,3 +268,28 @@ def test_a_programs_saved_memory_bank_is_not_used_and_says_so(tmp_path, hash_res
         memory = Memory.load(tmp_path / "with_bank.json", path=tmp_path / "mem")
     assert "saved memory bank (1 items) is not used" in caplog.text
     assert memory.search("support group", user_id="default") == []
+
+
+def test_threads_sharing_a_handle_or_holding_their_own_lose_nothing(program_file, tmp_path):
+    import threading
+
+    shared = Memory.load(program_file, path=tmp_path / "mem")
+    handles = [shared, shared, Memory.load(program_file, path=tmp_path / "mem")]
+    errors: list[BaseException] = []
+
+    def write(k: int, memory: Memory) -> None:
+        try:
+            for i in range(10):
+                memory.add(f"thread{k} wrote line{k}x{i}", user_id="ana", timestamp="2026-05-03")
+        except BaseException as exc:  # surfaced below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(k, h)) for k, h in enumerate(handles)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert {r.text.split(": ", 1)[1] for r in shared.get_all(user_id="ana")} == {
+        f"thread{k} wrote line{k}x{i}" for k in range(3) for i in range(10)}
+    assert shared.count(user_id="ana") == handles[2].count(user_id="ana") == 30
