@@ -16,7 +16,7 @@ from memarch.pipeline.episodes import Episode, Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.memory_db import MemoryDB
 from memarch.pipeline.memory_messages import Messages, as_messages, as_time, conversation_episode
-from memarch.pipeline.memory_program import Touched, build_program, read_program
+from memarch.pipeline.memory_program import build_program, read_program
 from memarch.pipeline.resources import Resources
 
 log = logging.getLogger(__name__)
