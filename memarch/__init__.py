@@ -17,6 +17,10 @@ def __getattr__(name):  # heavy imports (dspy, torch, optuna) only when asked fo
         from memarch.pipeline.program import MemoryProgram
 
         return MemoryProgram
+    if name in ("Memory", "MemoryRecord"):
+        import memarch.pipeline.memory_app as memory_app
+
+        return getattr(memory_app, name)
     if name in _SEARCH:
         import memarch.optimizers as optimizers
 
@@ -25,6 +29,6 @@ def __getattr__(name):  # heavy imports (dspy, torch, optuna) only when asked fo
 
 
 __all__ = [
-    "Architecture", "ArchitectureSpace", "Episode", "LineageEntry", "MemarchError", "MemoryItem",
-    "MemoryProgram", "Query", "Retrieval", "ScoredItem", "Step", "Turn", "Usage", *_SEARCH,
+    "Architecture", "ArchitectureSpace", "Episode", "LineageEntry", "MemarchError", "Memory", "MemoryItem",
+    "MemoryProgram", "MemoryRecord", "Query", "Retrieval", "ScoredItem", "Step", "Turn", "Usage", *_SEARCH,
 ]
