@@ -1,6 +1,6 @@
-"""Benchmarks by name: ``generated`` (the embedded default), ``locomo``, ``babi``, ``jsonl`` (your own
-data, docs/data.md) and, when its file exists, ``textworld``. A benchmark is one file here defining a `Benchmark` subclass whose
-``name`` is the file's name."""
+"""Benchmarks by name: ``generated`` (the embedded default), ``locomo``, ``babi``, ``jsonl`` (your
+own data, docs/data.md) and, when its file exists, ``textworld``. A benchmark is one file here
+defining a `Benchmark` subclass whose ``name`` is the file's name."""
 from __future__ import annotations
 
 import importlib

@@ -168,14 +168,16 @@ def semantic_problems(data: DataFile) -> list[Problem]:
                                   f"first task on line {kinds['task']}); a file holds one kind"))
     seen: dict[str, dict[str, int]] = {"record": {}, "session": {}, "question": {}}
 
-    def unique(kind: str, key: str, line: int) -> None:
-        first = seen[kind].setdefault(key, line)
-        if first != line:
-            out.append(Problem(line, f"duplicate {kind} id {key!r} (first on line {first})"))
+    def unique(kind: str, key: str, line: int) -> bool:
+        if key in seen[kind]:
+            out.append(Problem(line, f"duplicate {kind} id {key!r} (first on line {seen[kind][key]})"))
+            return False
+        seen[kind][key] = line
+        return True
 
     for line, r in data.records:
-        unique("record", r["id"], line)
-        if r["type"] == "dialogue":
+        # a repeated record would repeat every id inside it: reported once, as itself
+        if unique("record", r["id"], line) and r["type"] == "dialogue":
             out.extend(_dialogue_problems(r, line, unique))
     tasks = {r["id"]: r for _, r in data.records if r["type"] == "task"}
     for line, r in data.records:
@@ -205,9 +207,9 @@ def _dialogue_problems(r: dict, line: int, unique) -> list[Problem]:
         if isinstance(after, str) and after not in sessions:
             out.append(Problem(line, f"questions[{k}] ({q['id']}): ask_after {after!r} names no session of "
                                      f"dialogue {r['id']!r}"))
-        elif isinstance(after, int) and not -1 <= after < len(sessions):
+        elif isinstance(after, int) and not -1 <= after < len(r["sessions"]):
             out.append(Problem(line, f"questions[{k}] ({q['id']}): ask_after {after} is outside the "
-                                     f"{len(sessions)} session(s) (0-based)"))
+                                     f"{len(r['sessions'])} session(s) (0-based)"))
     return out
 
 
