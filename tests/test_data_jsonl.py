@@ -195,3 +195,21 @@ def test_write_records_is_one_json_object_per_line(tmp_path):
     f = tmp_path / "w.jsonl"
     assert write_records(f, [{"type": "meta", "format": "memarch-data/1"}, dialogue()]) == 2
     assert [json.loads(line)["type"] for line in f.read_text().splitlines()] == ["meta", "dialogue"]
+
+
+def test_compile_compare_and_the_saved_program_run_on_a_jsonl_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MEMARCH_CACHE_DIR", str(tmp_path))
+    data = tmp_path / "mine.jsonl"
+    assert main(["data", "convert", "--from", "generated", "--out", str(data), "--knob", "conversations=1",
+                 "--knob", "sessions=3"]) == 0
+    tiny = ["--benchmark", "jsonl", "--data", str(data), "--limit", "8", "--embedder", "hash", "--no-tracking",
+            "--storage", "memory"]
+    out = tmp_path / "run"
+    assert main(["compile", *tiny, "--budget", "3", "--out", str(out), "--output", str(out / "p.json")]) == 0
+    rec = json.loads((out / "p.json").read_text())["evaluation"]
+    assert rec["benchmark"] == "jsonl" and rec["data"] == str(data.resolve()) and rec["data_sha256"]
+    capsys.readouterr()
+    assert main(["evaluate", "--program", str(out / "p.json")]) == 0
+    assert ": reproduced" in capsys.readouterr().out
+    assert main(["compare", *tiny, "--budget", "2", "--seeds", "1", "--strategies", "random",
+                 "--objectives", "quality,memory_tokens", "--out", str(tmp_path / "cmp")]) == 0
