@@ -18,8 +18,18 @@ FORMAT = "memarch-data/1"
 
 @dataclass(frozen=True)
 class Problem:
-    """One problem of a data file. ``error``: the file cannot be loaded as it is; ``warning``: it
-    loads, but something is likely wrong (the benchmark reports it)."""
+    """One problem of a data file, at its line.
+
+    Example::
+
+        str(Problem(3, "duplicate record id 'd1' (first on line 1)"))   # "line 3: error: duplicate ..."
+
+    Args:
+        line: 1-based line number in the file.
+        message: what is wrong, with the path inside the record when there is one.
+        severity: ``error`` (the file cannot be loaded as it is) or ``warning`` (it loads, but
+            something is likely wrong; the benchmark reports the count).
+    """
 
     line: int
     message: str
@@ -41,7 +51,7 @@ class DataFile:
 
     Args:
         path: the file read.
-        records: ``(line number, record)`` of every dialogue or task line that parsed.
+        records: ``(line number, record)`` of every dialogue or task line that passed the schema.
         meta: the ``meta`` header record, if the file has one.
         problems: errors and warnings, in line order.
     """
@@ -125,7 +135,7 @@ def read_data(path: str | os.PathLike) -> DataFile:
         raise DataError(f"{path}: is a directory (expected a .jsonl data file)")
     data = DataFile(path)
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, encoding="utf-8-sig")  # a BOM some editors write is not an error
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
     with fh:
