@@ -120,7 +120,7 @@ def test_data_check_exit_codes(tmp_path, capsys):
     assert "valid (1 dialogue records)" in capsys.readouterr().out
     assert main(["data", "check", str(bad)]) == 2
     out = capsys.readouterr().out
-    assert f"{bad}:line 2: error: not JSON" in out and f"{bad}:line 3: error: duplicate record id 'd1'" in out
+    assert f"{bad}:2: error: not JSON" in out and f"{bad}:3: error: duplicate record id 'd1'" in out
     assert "2 error(s), 0 warning(s)" in out and "cannot be loaded" in out
     assert main(["data", "check", str(tmp_path / "missing.jsonl")]) == 2
     err = capsys.readouterr().err.strip()

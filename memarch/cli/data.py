@@ -38,15 +38,20 @@ def run_check(args) -> int:
 
     data = read_data(args.file)
     for problem in data.problems:
-        print(f"{args.file}:{problem}")
-    kind = data.kind or "no"
+        print(located(args.file, problem))
+    kind = f" {data.kind}" if data.kind else ""
     n_err, n_warn = len(data.errors), len(data.warnings)
     if not data.problems:
-        print(f"{args.file}: valid ({len(data.records)} {kind} records)")
+        print(f"{args.file}: valid ({len(data.records)}{kind} records)")
         return 0
     verdict = "cannot be loaded" if n_err else "loads as --benchmark jsonl (the warnings are reported there too)"
-    print(f"{args.file}: {n_err} error(s), {n_warn} warning(s) in {len(data.records)} {kind} records: {verdict}")
+    print(f"{args.file}: {n_err} error(s), {n_warn} warning(s) in {len(data.records)}{kind} records: {verdict}")
     return 2
+
+
+def located(path, problem) -> str:
+    """``FILE:LINE: severity: message``, the form editors and compilers use."""
+    return f"{path}:{problem.line}: {problem.severity}: {problem.message}"
 
 
 def run_stats(args) -> int:
