@@ -156,7 +156,8 @@ def test_data_convert_writes_a_file_that_checks_and_loads_the_same(tmp_path, cap
                  "--knob", "sessions=3", "--knob", "seed=4"]) == 0
     assert "2 dialogues, 6 sessions" in capsys.readouterr().out
     assert main(["data", "check", str(out)]) == 0
-    assert get_benchmark("jsonl", out).dialogues == GeneratedConversations(seed=4, conversations=2, sessions=3).dialogues
+    source = GeneratedConversations(seed=4, conversations=2, sessions=3)
+    assert get_benchmark("jsonl", out).dialogues == source.dialogues
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -247,3 +248,21 @@ def test_the_examples_in_docs_data_md_are_valid_records(tmp_path):
         assert read_data(f).problems == [], example["type"]
     d = get_benchmark("jsonl", tmp_path / "dialogue.jsonl").dialogues[0]
     assert d.questions[1].answer == "beagle, Lisbon" and d.questions[1].ask_after == 1
+
+
+def test_a_file_that_passed_the_schema_is_not_validated_again_until_it_changes(tmp_path, monkeypatch):
+    import memarch.benchmarks.jsonl_check as check
+
+    monkeypatch.setenv("MEMARCH_CACHE_DIR", str(tmp_path / "cache"))
+    f = tmp_path / "d.jsonl"
+    _lines(f, [dialogue()])
+    calls = []
+    real = check.schema_problems
+    monkeypatch.setattr(check, "schema_problems", lambda r, n: calls.append(n) or real(r, n))
+    get_benchmark("jsonl", f)
+    get_benchmark("jsonl", f)
+    assert calls == [1]  # the second load trusted the first pass over the same bytes
+    assert read_data(f).problems == [] and calls == [1, 1]  # `data check` always validates
+    _lines(f, [dialogue(sessions=[{"id": "s", "turns": [{"id": "t", "text": "no speaker"}]}])])
+    with pytest.raises(MemarchError, match="'speaker' is a required property"):
+        get_benchmark("jsonl", f)

@@ -20,7 +20,7 @@ def load_checked(data: str | os.PathLike | None) -> DataFile:
     """The data file read and checked; DataError (one line) when it has errors, warnings logged."""
     if data is None:
         raise DataError("jsonl: no data file given (pass --data FILE.jsonl; format: docs/data.md)")
-    checked = read_data(data)
+    checked = read_data(data, reuse_checks=True)
     if checked.errors:
         first = checked.errors[0]
         more = len(checked.problems) - 1
