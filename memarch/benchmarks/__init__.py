@@ -1,6 +1,6 @@
-"""Benchmarks by name: ``generated`` (the embedded default), ``locomo``, ``babi``, ``longmemeval``
-and, when its file exists, ``textworld``. A benchmark is one file here defining a `Benchmark`
-subclass whose ``name`` is the file's name."""
+"""Benchmarks by name: ``generated`` (the embedded default), ``locomo``, ``babi``, ``longmemeval``,
+``jsonl`` (your own data, docs/data.md) and, when its file exists, ``textworld``. A benchmark is one
+file here defining a `Benchmark` subclass whose ``name`` is the file's name."""
 from __future__ import annotations
 
 import importlib
@@ -11,7 +11,7 @@ from memarch.benchmarks.base import AgentTask, Benchmark, Dialogue, Question, Ta
 from memarch.errors import MemarchError
 
 # Menu order; a name is offered only when its module file is present.
-_KNOWN = ("generated", "locomo", "babi", "longmemeval", "textworld")
+_KNOWN = ("generated", "locomo", "babi", "longmemeval", "textworld", "jsonl")
 DEFAULT = "generated"
 
 

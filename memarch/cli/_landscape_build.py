@@ -16,7 +16,7 @@ def add_arguments(p) -> None:
     from memarch.benchmarks import BENCHMARKS, DEFAULT
 
     p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
-    p.add_argument("--data", default=None, help="dataset path (locomo, babi)")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi; jsonl: your .jsonl file, docs/data.md)")
     p.add_argument("--knob", action="append", default=[], metavar="K=V",
                    help="benchmark knob, repeatable (e.g. conversations=2); V is read as JSON if it parses")
     p.add_argument("--sample", type=int, default=None,

@@ -20,7 +20,7 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     from memarch.optimizers.tracking import DEFAULT_TRACKING_URI
 
     p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
-    p.add_argument("--data", default=None, help="dataset path (locomo, babi)")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi; jsonl: your .jsonl file, docs/data.md)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions of each split (faster)")
     p.add_argument("--knob", action="append", default=[], metavar="KEY=INT",
                    help="benchmark knob, e.g. --knob conversations=3 (generated)")

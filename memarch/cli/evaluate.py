@@ -9,7 +9,7 @@ from memarch.cli._memory_budget import add_memory_budget_argument, resolve_memor
 from memarch.cli._objective import add_objective_argument, check_objective
 from memarch.errors import MemarchError
 
-HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, textworld)"
+HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, textworld, jsonl)"
 
 
 def add_arguments(p) -> None:
@@ -22,7 +22,8 @@ def add_arguments(p) -> None:
     p.add_argument("--program", default=None,
                    help="a saved program (memarch compile): its architecture, top_k and budget, and the "
                         "benchmark, data, split and objective it was scored with unless given here")
-    p.add_argument("--data", default=None, help="dataset path (locomo, babi; default $MEMARCH_DATA_DIR)")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi; default $MEMARCH_DATA_DIR; "
+                   "jsonl: your .jsonl file, docs/data.md)")
     p.add_argument("--download", action="store_true", help="locomo: fetch the official file (sha256-checked) if missing")
     p.add_argument("--split", default="test", help="search, validation, test (default) or all")
     p.add_argument("--seed", type=int, default=None,

@@ -1,0 +1,65 @@
+"""``memarch data convert --from NAME [IN] --out FILE.jsonl``: any benchmark with dialogues (or
+recorded tasks) loaded by name from its data path, written in memarch's JSONL format, then checked."""
+from __future__ import annotations
+
+from typing import Any
+
+from memarch.errors import MemarchError
+
+
+def add_convert_arguments(p) -> None:
+    p.add_argument("--from", dest="source", required=True,
+                   help="the benchmark the input is in: locomo, babi, longmemeval, ... (any benchmark name)")
+    p.add_argument("input", nargs="?", default=None, help="its data path (as --data of that benchmark)")
+    p.add_argument("--out", required=True, help="the .jsonl file to write (atomically)")
+    p.add_argument("--knob", action="append", default=[],
+                   help="benchmark option KEY=VALUE, e.g. --knob conversations=2 (locomo), --knob tasks=1,2 (babi)")
+    p.set_defaults(_action=run_convert)
+
+
+def parse_knob(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE``: an integer, a list of integers when it has a comma (``tasks=1,2``, ``tasks=3,``),
+    else a string."""
+    key, sep, raw = text.partition("=")
+    if not key or not sep or not raw:
+        raise MemarchError(f"--knob takes KEY=VALUE, not {text!r}")
+    parts = [p.strip() for p in raw.split(",") if p.strip()]
+    if parts and all(p.lstrip("-").isdigit() for p in parts):
+        return key, [int(p) for p in parts] if "," in raw else int(parts[0])
+    return key, raw
+
+
+def run_convert(args) -> int:
+    from pathlib import Path
+
+    from memarch.benchmarks import available, benchmark_class, get_benchmark
+    from memarch.benchmarks.base import TaskBenchmark
+    from memarch.benchmarks.jsonl_check import read_data
+    from memarch.benchmarks.jsonl_records import benchmark_records, write_records
+    from memarch.cli.data import located
+
+    if args.source not in available():
+        raise MemarchError(f"--from {args.source!r}: unknown benchmark (known: {', '.join(available())})")
+    if issubclass(benchmark_class(args.source), TaskBenchmark):
+        raise MemarchError(f"--from {args.source}: an agent benchmark played live has no recorded trajectories "
+                           "to convert; write its episodes as task records (docs/data.md)")
+    out = Path(args.out)
+    if out.is_dir():
+        raise MemarchError(f"--out {out}: is a directory (expected a .jsonl file path)")
+    if args.input is not None and out.exists() and out.resolve() == Path(args.input).resolve():
+        raise MemarchError(f"--out {out}: is the input file")
+    knobs = dict(parse_knob(k) for k in args.knob)
+    bench = get_benchmark(args.source, args.input, **knobs)
+    lines = write_records(out, benchmark_records(bench))
+    s = bench.stats()
+    what = (f"{s['tasks']} tasks" if "tasks" in s else
+            f"{s['units']} dialogues, {s['sessions']} sessions, {s['turns']} turns, {s['questions']} questions")
+    print(f"wrote {out}: {what} from {args.source} ({lines} lines)")
+    check = read_data(out)
+    for problem in check.problems:  # the source's own flaws, carried over as they are
+        print(f"  {located(out, problem)}")
+    if check.errors:
+        raise MemarchError(f"{out}: the converted file has {len(check.errors)} error(s) (listed above)")
+    if check.warnings:
+        print(f"  {len(check.warnings)} warning(s): the data as the source has it; the file loads")
+    return 0
