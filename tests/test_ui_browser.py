@@ -81,7 +81,8 @@ def test_ui_shows_the_study_runs_and_a_diagnosis_in_chromium(ui, tmp_path, capsy
     assert 'col-id="metrics.`objective`"' in dom and "Sort: objective" in dom
 
     trial = trials[0]
-    diagnosis = json.loads(Path(client.download_artifacts(trial.info.run_id, "diagnosis.json", str(tmp_path))).read_text())
+    local = client.download_artifacts(trial.info.run_id, "diagnosis.json", str(tmp_path))
+    diagnosis = json.loads(Path(local).read_text())
     page = _chromium(artifact_url(url.split("/#/")[0], exp.experiment_id, trial.info.run_id, "diagnosis.json"),
                      tmp_path / "profile", "--dump-dom", f"--screenshot={tmp_path / 'ui-diagnosis.png'}")
     assert "diagnosis.json" in page

@@ -12,7 +12,8 @@ HELP = "start the MLflow UI on the study's runs (prints the runs URL and the tim
 def add_arguments(p) -> None:
     from memarch.optimizers.tracking import DEFAULT_TRACKING_URI, EXPERIMENT
 
-    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI, help=f"MLflow store (default {DEFAULT_TRACKING_URI})")
+    p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI,
+                   help=f"MLflow store (default {DEFAULT_TRACKING_URI})")
     p.add_argument("--experiment", default=EXPERIMENT, help=f"the experiment to open (default {EXPERIMENT})")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=5000, help="port to listen on; 0 picks a free one")

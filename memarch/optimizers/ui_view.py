@@ -70,8 +70,9 @@ def mark_experiment(client: Any, experiment_id: str, tags: dict[str, str] | None
         client.set_experiment_tag(experiment_id, KIND_TAG, MACHINE_LEARNING)
         return True
     except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
         logger.warning("could not tag experiment %s as %s (%s: %s); `memarch ui` tags it again",
-                       experiment_id, MACHINE_LEARNING, type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+                       experiment_id, MACHINE_LEARNING, type(exc).__name__, first)
         return False
 
 
