@@ -62,6 +62,9 @@ class Tracker:
                     self.experiment_id = self.client.get_experiment_by_name(experiment).experiment_id
             else:
                 self.experiment_id = exp.experiment_id
+            from memarch.optimizers.ui_view import mark_experiment
+
+            mark_experiment(self.client, self.experiment_id, exp.tags if exp else None)  # UI opens on runs
         except MemarchError:
             raise
         except Exception as exc:
