@@ -99,7 +99,8 @@ def test_module_demos_roundtrip_and_old_files_unchanged(lm_setup, tmp_path):
 
 def test_gepa_feedback_names_the_attributed_module():
     outcome = QueryOutcome(query_id="q1", score=0.0, success=False, category="single-hop", attribution="retrieve",
-                           evidence={"question": "Where does Priya live?", "prediction": "Oslo", "lost": {"D1:3": "retrieve"},
+                           evidence={"question": "Where does Priya live?", "prediction": "Oslo",
+                                     "lost": {"D1:3": "retrieve"},
                                      "gold_rank": 7, "read_items": 4})
     pred = dspy.Prediction(score=0.0, outcome=outcome, objective="qa_f1",
                            missed=[("D1:3", "Priya: I'm living in Bergen at the moment")])
@@ -168,7 +169,8 @@ def test_flag_validation(capsys):
     with pytest.raises(MemarchError, match="agent benchmark"):
         check_benchmark(TaskBenchmark.__new__(type("TW", (TaskBenchmark,), {"name": "textworld"})))
     for args, needle in ((["--optimize-prompts", "copro"], "unknown prompt optimizer 'copro'"),
-                         (["--optimize-prompts", "gepa", "--prompt-budget", "0"], "--prompt-budget must be at least 1")):
+                         (["--optimize-prompts", "gepa", "--prompt-budget", "0"],
+                          "--prompt-budget must be at least 1")):
         assert main(["compile", *args]) == 2
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], lines

@@ -311,8 +311,9 @@ def _prompt_line(args, metric, lm) -> None:
         return  # the LM-free program has nothing to optimise; said after the search, and counted
     check_benchmark(metric.benchmark)
     smoke = " (--lm local: a smoke run of the machinery, never a quality claim)" if args.lm == "local" else ""
+    budget = "one pass, no budget" if args.optimize_prompts == "bootstrap" else f"budget {args.prompt_budget}"
     print(f"prompt optimisation after the search: {args.optimize_prompts}, {args.prompt_examples} questions per "
-          f"split, budget {args.prompt_budget}{smoke}")
+          f"split, {budget}{smoke}")
 
 
 def front_lines(rep) -> list[str]:

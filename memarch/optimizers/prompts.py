@@ -65,7 +65,8 @@ class PromptReport:
 
 def check_prompt_optimizer(name: str) -> str:
     if name not in PROMPT_OPTIMIZERS:
-        raise MemarchError(f"unknown prompt optimizer {name!r} (--optimize-prompts); expected one of {', '.join(PROMPT_OPTIMIZERS)}")
+        raise MemarchError(f"unknown prompt optimizer {name!r} (--optimize-prompts); expected one of "
+                           f"{', '.join(PROMPT_OPTIMIZERS)}")
     return name
 
 

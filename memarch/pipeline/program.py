@@ -205,7 +205,8 @@ class MemoryProgram(dspy.Module):
                         if n == pname:
                             apply_prompt(p, {"demos": demos})
             reader = data.get("reader")
-            if reader is not None and not (isinstance(reader, dict) and all(isinstance(v, dict) for v in reader.values())):
+            if reader is not None and not (isinstance(reader, dict)
+                                           and all(isinstance(v, dict) for v in reader.values())):
                 raise ValueError("reader prompts must be an object of predictor name -> prompt")
             program.reader_prompts = reader or None
             if data.get("memory"):
