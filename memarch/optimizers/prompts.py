@@ -115,7 +115,8 @@ def optimize_prompts(program: MemoryProgram, metric: Any, optimizer: str, *, lm:
     if optimizer == "none":
         return report
     if examples < 1 or budget < 1:
-        raise MemarchError(f"prompt optimisation needs at least 1 example and a budget of 1 (got {examples}, {budget})")
+        raise MemarchError(f"prompt optimisation needs at least 1 example and a budget of 1 "
+                           f"(got {examples}, {budget})")
     reader = _reader(metric, program)
     lm = lm or program.resources.lm or (reader.resources.lm if reader is not None else None)
     report.predictors = [name for name, _ in optimisable(program, reader)]
@@ -160,9 +161,8 @@ def optimize_prompts(program: MemoryProgram, metric: Any, optimizer: str, *, lm:
     if compiled is not None and report.validation_after >= validation_before:
         report.kept = "optimised"
         install(program, prompts)
-    else:
+    else:  # validation dropped (or the optimizer failed): the program keeps its prompts
         report.kept = "original"
-        report.validation_after = report.validation_after if compiled is not None else validation_before
     if testset is not None:
         report.test_after = score(program, metric, testset)
         runs.step("test after", {"test_score": report.test_after})
