@@ -203,10 +203,23 @@ def add_arguments(p) -> None:
     add_search_arguments(p, default_budget=20)
     p.add_argument("--preset", default=None, help="start from a human-designed preset (see `memarch presets`)")
     p.add_argument("--output", default=None, help="program JSON path (default OUT/<study>.program.json)")
+    p.add_argument("--optimize-prompts", default="none", metavar="NAME",
+                   help="stage two once the architecture is chosen: none (default), bootstrap, mipro or gepa — "
+                        "DSPy's optimizer over the program's LM prompts and the reader's (needs --lm)")
+    p.add_argument("--prompt-examples", type=int, default=20,
+                   help="questions per split inside the prompt optimizer (default 20)")
+    p.add_argument("--prompt-budget", type=int, default=60,
+                   help="prompt optimizer budget: GEPA metric calls, MIPRO trials x examples (default 60)")
 
 
 def run(args) -> int:
     check_numbers(args)
+    from memarch.optimizers.prompts import check_prompt_optimizer
+
+    check_prompt_optimizer(args.optimize_prompts)
+    if args.prompt_examples < 1 or args.prompt_budget < 1:
+        raise MemarchError(f"--prompt-examples and --prompt-budget must be at least 1, got "
+                           f"{args.prompt_examples} and {args.prompt_budget}")
     strategies = parse_strategies(args.strategies, ["guided"])
     roles = lm_roles(args)
     if roles is None:
@@ -241,6 +254,8 @@ def _compile(args, strategies: list[str], roles) -> int:
     print(space_line(space, args.space))
     if metric.memory_budget is not None:
         print(metric.memory_budget.describe())
+    if args.optimize_prompts != "none":
+        _prompt_line(args, metric, lm)
     best = None
     for strategy in strategies:
         for seed in range(args.seeds or 1):
@@ -253,7 +268,8 @@ def _compile(args, strategies: list[str], roles) -> int:
                                    k=args.k, storage=storage_url(args), study_name=name, resume=args.resume,
                                    tracker=tracker, resources=resources, on_trial=bar, warm_start=args.warm_start,
                                    max_failures=args.max_failures, objectives=args.objectives, select=args.select,
-                                   space_mode=args.space)
+                                   space_mode=args.space, prompt_optimizer=args.optimize_prompts,
+                                   prompt_examples=args.prompt_examples, prompt_budget=args.prompt_budget)
             try:
                 program = opt.compile(student, trainset="search", valset="validation", testset="test")
             finally:
@@ -267,6 +283,8 @@ def _compile(args, strategies: list[str], roles) -> int:
                   + ")")
             for line in front_lines(rep):
                 print(line)
+            if rep.prompts:
+                print("  " + rep.prompts["summary"])
             if best is None or _better(rep, best[0]):
                 best = (rep, program)
     rep, program = best
@@ -282,6 +300,20 @@ def _compile(args, strategies: list[str], roles) -> int:
         print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
     logging.getLogger(__name__).info("study %s", rep.study_name)
     return 0
+
+
+def _prompt_line(args, metric, lm) -> None:
+    """Stage two's plan, before the search spends anything: refused on agent benchmarks, a smoke
+    run with the embedded model."""
+    from memarch.optimizers.prompts import check_benchmark
+
+    if lm is None:
+        return  # the LM-free program has nothing to optimise; said after the search, and counted
+    check_benchmark(metric.benchmark)
+    smoke = " (--lm local: a smoke run of the machinery, never a quality claim)" if args.lm == "local" else ""
+    budget = "one pass, no budget" if args.optimize_prompts == "bootstrap" else f"budget {args.prompt_budget}"
+    print(f"prompt optimisation after the search: {args.optimize_prompts}, {args.prompt_examples} questions per "
+          f"split, {budget}{smoke}")
 
 
 def front_lines(rep) -> list[str]:

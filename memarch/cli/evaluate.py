@@ -204,9 +204,15 @@ def run(args) -> int:
             resources = roles.resources(embedder=embedder)
             if hasattr(bench, "agent_lm"):  # agent tasks: the task LM plays (DSPy agent)
                 bench.agent_lm = resources.lm
-            result = evaluate(saved.build(resources) if saved else arch, bench, split=args.split,
+            program = saved.build(resources) if saved else None
+            reader = MemoryReader(resources)
+            if program is not None and program.reader_prompts and "answer" in program.reader_prompts:
+                from memarch.pipeline.prompt_state import apply_prompt
+
+                apply_prompt(reader.answer, program.reader_prompts["answer"])  # the prompt it was scored with
+            result = evaluate(program or arch, bench, split=args.split,
                               resources=resources, budget_tokens=args.budget, top_k=args.top_k, limit=args.limit,
-                              reader=MemoryReader(resources), objective=objective or "qa_f1", config=config,
+                              reader=reader, objective=objective or "qa_f1", config=config,
                               judge=AnswerJudge(resources) if args.judge or objective == "judge" else None)
     _print(result)
     if memory_budget:

@@ -18,6 +18,7 @@ from memarch.optimizers.guided.champion import select_champion
 from memarch.optimizers.guided.pareto import objective_front
 from memarch.optimizers.history import History
 from memarch.optimizers.presets import warm_start_architectures
+from memarch.optimizers.prompts import NOTHING
 from memarch.optimizers.search import Metric, Search
 from memarch.optimizers.selection import QUALITY_SELECTION, Selection, parse_selection
 from memarch.optimizers.selection import select as select_pick
@@ -61,6 +62,7 @@ class CompileReport:
     points: list[list[float]] = field(default_factory=list)
     front: list[str] = field(default_factory=list)  # keys of the search Pareto front (several objectives)
     validation: dict[str, Any] = field(default_factory=dict)  # finalists' validation values, front
+    prompts: dict[str, Any] = field(default_factory=dict)  # stage two (PromptReport.to_dict()), when asked for
 
     def search_front(self) -> list[tuple[str, list[float]]]:
         """(key, search values) of each member of the search Pareto front."""
@@ -76,7 +78,8 @@ class CompileReport:
                 "warm_start": self.warm_start, "evaluated": self.keys, "tokens": self.tokens,
                 "wall_s": round(self.wall_s, 2), "program_path": self.program_path,
                 "objectives": list(self.objectives), "selection": self.selection, "points": self.points,
-                "front": self.front, "validation": self.validation}
+                "front": self.front, "validation": self.validation,
+                **({"prompts": self.prompts} if self.prompts else {})}
 
 
 class MemarchOptimizer:
@@ -114,6 +117,10 @@ class MemarchOptimizer:
             such as ``"memory_tokens<=5000"`` (see `parse_selection`).
         space_mode: ``categorical`` (the method's space, default) or ``full`` (plus each chosen
             module's numeric knobs as conditional parameters; see `SearchSpace`).
+        prompt_optimizer: stage two, once the architecture is chosen: ``"none"`` (default),
+            ``"bootstrap"``, ``"mipro"`` or ``"gepa"`` — the DSPy optimizer run over the program's
+            and the reader's prompts (see `memarch.optimizers.prompts.optimize_prompts`).
+        prompt_examples, prompt_budget: questions per split inside that optimizer, and its budget.
     """
 
     def __init__(self, metric: Metric, strategy: str = "guided", budget: int = 30, lm: Any = None,
@@ -122,7 +129,8 @@ class MemarchOptimizer:
                  save_path: str | Path | None = None, resources: Any = None,
                  on_trial: Callable | None = None, warm_start: Any = "presets", max_failures: int = 5,
                  objectives: tuple[str, ...] | str = SINGLE, select: str | Selection = "quality",
-                 space_mode: str = "categorical"):
+                 space_mode: str = "categorical", prompt_optimizer: str = "none", prompt_examples: int = 20,
+                 prompt_budget: int = 60):
         if budget < 1:
             raise MemarchError(f"budget must be at least 1 trial, got {budget}")
         from memarch.optimizers.study_objectives import parse_objectives
@@ -149,6 +157,10 @@ class MemarchOptimizer:
         if space_mode not in MODES:
             raise MemarchError(f"unknown search space {space_mode!r}; expected one of {', '.join(MODES)}")
         self.space_mode = space_mode
+        from memarch.optimizers.prompts import check_prompt_optimizer
+
+        self.prompt_optimizer = check_prompt_optimizer(prompt_optimizer)
+        self.prompt_examples, self.prompt_budget = prompt_examples, prompt_budget
         self.report: CompileReport | None = None
         self.study: optuna.Study | None = None
 
@@ -197,6 +209,7 @@ class MemarchOptimizer:
         test_result = self.metric(pick, testset) if testset is not None else None
         best = history.by_key(pick.key())
         program = self._program(pick, best, finalists[pick.key()], test_result)
+        prompts = self._prompts(program, finalists[pick.key()], trainset, valset, testset)
         path = None
         if self.save_path:
             path = str(program.save(self.save_path, include_memory=False))
@@ -215,7 +228,9 @@ class MemarchOptimizer:
             points=[list(values_of(r.result, self.objectives)) for r in history.records],
             front=[r.architecture.key() for r in objective_front(history.records, self.objectives)]
             if len(self.objectives) > 1 else [],
-            validation=chosen)
+            validation=chosen, prompts=prompts.to_dict() if prompts is not None else {})
+        if prompts is not None and prompts.kept != "optimised":  # counted, never silent
+            self.report.counts["prompts_skipped" if prompts.kept == NOTHING else "prompts_kept_original"] = 1
         if self.tracker is not None:
             import tempfile
 
@@ -231,10 +246,33 @@ class MemarchOptimizer:
                                  **{f"validation_{n}": v for n, v in
                                     chosen.get("validation_values", {}).get(pick.key(), {}).items()
                                     if n in self.objectives},
-                                 **{f"count_{k}": v for k, v in self.report.counts.items()}}, curve_png=tmp)
+                                 **{f"count_{k}": v for k, v in self.report.counts.items()},
+                                 **({f"prompts_{k}": v for k, v in (prompts.to_dict() if prompts else {}).items()
+                                     if k in ("validation_before", "validation_after", "test_after")})},
+                                curve_png=tmp)
         logger.info("compiled %s: search %.4f validation %.4f test %s", pick.key(), self.report.search_score,
                     self.report.validation_score, self.report.test_score)
         return program
+
+    def _prompts(self, program: Any, validation: float, trainset: Any, valset: Any, testset: Any) -> Any:
+        """Stage two (`optimize_prompts`) on the compiled program, or None when not asked for; the
+        program's evaluation record then holds the scores of the prompts it keeps."""
+        if self.prompt_optimizer == "none":
+            return None
+        from memarch.optimizers.prompts import optimize_prompts
+
+        if not all(isinstance(s, str) for s in (trainset, valset)) or not isinstance(testset, (str, type(None))):
+            raise MemarchError("prompt optimisation needs named splits (trainset, valset, testset)")
+        report = optimize_prompts(program, self.metric, self.prompt_optimizer, lm=self.lm, meta_lm=self.meta_lm,
+                                  trainset=trainset, valset=valset, testset=testset,
+                                  examples=self.prompt_examples, budget=self.prompt_budget, seed=self.seed or 0,
+                                  tracker=self.tracker, validation_before=validation)
+        logger.info("%s", report.line())
+        if report.kept == "optimised" and program.evaluation is not None:
+            scores = {**program.evaluation.scores, "validation": report.validation_after,
+                      "test": report.test_after}
+            program.evaluation = dataclasses.replace(program.evaluation, scores=scores)
+        return report
 
     def search_space(self, space: ArchitectureSpace) -> SearchSpace:
         """The Optuna view of ``space`` in this optimizer's mode; in the full space ``top_k``

@@ -1,7 +1,7 @@
 """`MemoryProgram`: an architecture made runnable — encoders write episodes into the store
 through the manager, the retriever reads scored items and a context back. A `dspy.Module`,
-saved and loaded as JSON (architecture, module instructions, how it was scored, optionally the
-memory bank)."""
+saved and loaded as JSON (architecture, module instructions and few-shot demos, the reader's
+prompt when one was optimised, how it was scored, optionally the memory bank)."""
 from __future__ import annotations
 
 import tempfile
@@ -16,6 +16,7 @@ from memarch.pipeline.episodes import Episode, Query
 from memarch.pipeline.evaluation_record import EvaluationRecord
 from memarch.pipeline.files import atomic_write_json, read_json
 from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.prompt_state import apply_prompt
 from memarch.pipeline.registry import REGISTRY
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.retrieval import Retrieval
@@ -45,7 +46,9 @@ class MemoryProgram(dspy.Module):
             tokens of active memory after each write.
 
     ``evaluation`` (an `EvaluationRecord`, set by compile) says how the program's reported scores
-    were measured; ``memarch evaluate --program FILE`` reproduces them from it.
+    were measured; ``memarch evaluate --program FILE`` reproduces them from it. ``reader_prompts``
+    (``{"answer": {"instructions", "demos"}}``, set by prompt optimisation) is the prompt of the
+    `MemoryReader` the scores were read with (see `memarch.optimizers.prompts`).
     """
 
     def __init__(self, architecture: Architecture | dict, *, resources: Resources | None = None,
@@ -73,6 +76,7 @@ class MemoryProgram(dspy.Module):
         self.manager = REGISTRY.get("manager", arch.manage).cls(self.resources, **cfg.get("manager", {}))
         self.episodes_written: dict[str, int] = {}
         self.evaluation: EvaluationRecord | None = None
+        self.reader_prompts: dict[str, dict[str, Any]] | None = None
 
     # -- write / read ----------------------------------------------------------------------------
     def encode(self, episode: Episode) -> list[MemoryItem]:
@@ -125,6 +129,17 @@ class MemoryProgram(dspy.Module):
                 out[role] = ins
         return out
 
+    def demos(self) -> dict[str, dict[str, list[dict]]]:
+        """Few-shot demos per module and predictor (only predictors that have some)."""
+        from memarch.pipeline.prompt_state import prompt_of
+
+        out: dict[str, dict[str, list[dict]]] = {}
+        for role, mod in self._modules():
+            demos = {n: prompt_of(p)["demos"] for n, p in mod.named_predictors() if p.demos}
+            if demos:
+                out[role] = demos
+        return out
+
     def _modules(self):
         for enc in self.encoders:
             yield f"encoder:{enc.name}", enc
@@ -141,6 +156,9 @@ class MemoryProgram(dspy.Module):
             "config": self.module_config,
             "embedder": self.resources.embedder.model,
             "instructions": self.instructions(),
+            # Only when set, so files of programs that were never prompt-optimised are unchanged.
+            **({"demos": demos} if (demos := self.demos()) else {}),
+            **({"reader": self.reader_prompts} if self.reader_prompts else {}),
             "episodes_written": self.episodes_written,
             "memory": self._memory_state() if include_memory else None,
             "evaluation": self.evaluation.to_dict() if self.evaluation is not None else None,
@@ -181,6 +199,16 @@ class MemoryProgram(dspy.Module):
                     for n, p in mod.named_predictors():
                         if n == pname:
                             p.signature = p.signature.with_instructions(text)
+            for role, mod in program._modules():
+                for pname, demos in (data.get("demos") or {}).get(role, {}).items():
+                    for n, p in mod.named_predictors():
+                        if n == pname:
+                            apply_prompt(p, {"demos": demos})
+            reader = data.get("reader")
+            if reader is not None and not (isinstance(reader, dict)
+                                           and all(isinstance(v, dict) for v in reader.values())):
+                raise ValueError("reader prompts must be an object of predictor name -> prompt")
+            program.reader_prompts = reader or None
             if data.get("memory"):
                 program.store.load_state(data["memory"])
             program.episodes_written = dict(data.get("episodes_written") or {})
