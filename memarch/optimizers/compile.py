@@ -114,6 +114,9 @@ class MemarchOptimizer:
             such as ``"memory_tokens<=5000"`` (see `parse_selection`).
         space_mode: ``categorical`` (the method's space, default) or ``full`` (plus each chosen
             module's numeric knobs as conditional parameters; see `SearchSpace`).
+        log_model: with a tracker, log the compiled program as an MLflow pyfunc model of the
+            study's parent run (`program_model`; ``report.extras["model_uri"]``).
+        register: also register that model under this name in the MLflow model registry.
     """
 
     def __init__(self, metric: Metric, strategy: str = "guided", budget: int = 30, lm: Any = None,
@@ -122,7 +125,7 @@ class MemarchOptimizer:
                  save_path: str | Path | None = None, resources: Any = None,
                  on_trial: Callable | None = None, warm_start: Any = "presets", max_failures: int = 5,
                  objectives: tuple[str, ...] | str = SINGLE, select: str | Selection = "quality",
-                 space_mode: str = "categorical"):
+                 space_mode: str = "categorical", log_model: bool = True, register: str | None = None):
         if budget < 1:
             raise MemarchError(f"budget must be at least 1 trial, got {budget}")
         from memarch.optimizers.study_objectives import parse_objectives
@@ -149,6 +152,9 @@ class MemarchOptimizer:
         if space_mode not in MODES:
             raise MemarchError(f"unknown search space {space_mode!r}; expected one of {', '.join(MODES)}")
         self.space_mode = space_mode
+        self.log_model, self.register = log_model, register
+        if register and tracker is None:
+            raise MemarchError("register needs MLflow tracking (a tracker): the registry is MLflow's")
         self.report: CompileReport | None = None
         self.study: optuna.Study | None = None
 
@@ -184,7 +190,7 @@ class MemarchOptimizer:
             for arch, role in warm:
                 study.enqueue_trial(sspace.to_params(arch), user_attrs={"role": role})
         if self.tracker is not None:
-            self.tracker.start(study, strategy=self.strategy_name, seed=self.seed, budget=self.budget,
+            self.tracker.start(study, metric=self.metric, strategy=self.strategy_name, seed=self.seed, budget=self.budget,
                                family=space.family, warm_start=",".join(a.key() for a, _ in warm) or "none")
         search = Search(self.metric, sspace, budget=self.budget, data=trainset, tracker=self.tracker,
                         on_trial=self.on_trial, max_failures=self.max_failures, objectives=self.objectives)
@@ -221,6 +227,8 @@ class MemarchOptimizer:
 
             from memarch.optimizers.curves import plot_curves
 
+            if self.log_model or self.register:
+                self._log_model(program)
             tmp = Path(tempfile.mkdtemp(prefix="memarch-curve-")) / "curve.png"
             plot_curves({self.strategy_name: [self.report.curve]}, tmp, title=f"{name}: best-so-far search objective")
             self.tracker.finish({"search_score": self.report.search_score,
@@ -235,6 +243,23 @@ class MemarchOptimizer:
         logger.info("compiled %s: search %.4f validation %.4f test %s", pick.key(), self.report.search_score,
                     self.report.validation_score, self.report.test_score)
         return program
+
+    def _log_model(self, program: Any) -> None:
+        """The program as the parent run's MLflow model. A failure is shown (a warning and
+        ``extras["model_error"]``) and the compile goes on — unless a registration was asked for."""
+        try:
+            info = self.tracker.log_program(program, registered_name=self.register)
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if self.register:
+                raise MemarchError(f"cannot log and register the program as MLflow model {self.register!r}: "
+                                   f"{message}") from None
+            logger.warning("the compiled program was not logged as an MLflow model: %s", message)
+            self.report.extras["model_error"] = message
+            return
+        self.report.extras["model_uri"] = info.model_uri
+        if info.registered_model_version is not None:
+            self.report.extras["registered_model"] = f"models:/{self.register}/{info.registered_model_version}"
 
     def search_space(self, space: ArchitectureSpace) -> SearchSpace:
         """The Optuna view of ``space`` in this optimizer's mode; in the full space ``top_k``
