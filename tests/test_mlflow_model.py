@@ -70,7 +70,7 @@ def test_pyfunc_round_trip_answers_from_the_saved_memory(tracker, hash_resources
     assert "Rex" in hit["items"][0]["text"] and "Rex" in hit["context"] and hit["items"][0]["source_ids"] == ["D1:1"]
     [one] = model.predict(pd.DataFrame([{"query": "the cat?", "namespace": "ann", "top_k": 1}]))
     assert len(one["items"]) == 1
-    [other] = model.predict({"query": "what is the dog called?"})  # not Ann's namespace: nothing of hers
+    [other] = model.predict([{"query": "what is the dog called?"}])  # not Ann's namespace: nothing of hers
     assert other["namespace"] == "default" and other["items"] == [] and other["memory_items"] == 0
     with pytest.raises(Exception, match="query"):  # MLflow's schema check of the signature
         model.predict([{"namespace": "ann"}])
@@ -110,6 +110,8 @@ def test_the_model_artifact_is_json_and_code_never_a_pickle(tracker, hash_resour
     assert "program.json" in files and "program_model_code.py" in files
     assert not [f for f in files if f.endswith((".pkl", ".pickle", ".cloudpickle"))], files
     assert "memarch==" in (Path(local) / "requirements.txt").read_text()
+    signature = (Path(local) / "MLmodel").read_text().split("signature:")[1]
+    assert '"query"' in signature and '"user_id"' in signature  # from QueryRow
 
 
 def test_compile_names_tags_and_dataset_inputs_and_registers_the_model(store_uri, tmp_path, capsys):

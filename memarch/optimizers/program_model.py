@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import tempfile
-import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import mlflow.pyfunc
+import pydantic
 
 from memarch.errors import DataError, MemarchError
 
@@ -20,58 +20,65 @@ CODE = Path(__file__).with_name("program_model_code.py")  # the models-from-code
 COLUMNS = ("query", "namespace", "user_id", "top_k")
 
 
-# MLflow warns, when the class is defined, that predict has no type hints: the signature logged
-# with the model is its schema (a hint would make MLflow derive a second one).
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", message=".*type hints.*", category=UserWarning)
+class QueryRow(pydantic.BaseModel):
+    """One query to the model (MLflow derives the model's input schema from this type)."""
 
-    class ProgramModel(mlflow.pyfunc.PythonModel):
-        """The pyfunc model of a memarch program: answers queries from the memory it is loaded with.
+    # Optional[...] rather than "X | None": the form MLflow's type-hint schema inference reads.
+    query: str
+    namespace: Optional[str] = None
+    user_id: Optional[str] = None  # the namespace's other name
+    top_k: Optional[int] = None
 
-        Example::
 
-            info = log_program_model(program, tracking_uri="sqlite:///mlruns/mlflow.db", run_id=run_id)
-            model = mlflow.pyfunc.load_model(info.model_uri, model_config={"memory": "mem.program.json"})
-            model.predict([{"query": "where did Caroline move from?", "user_id": "conv-26"}])
+class ProgramModel(mlflow.pyfunc.PythonModel):
+    """The pyfunc model of a memarch program: answers queries from the memory it is loaded with.
 
-        Input: a DataFrame (or a list of dicts, or one dict) with a ``query`` column and optional
-        ``namespace`` (or its alias ``user_id``: one user's memory is one namespace; default
-        ``"default"``) and ``top_k`` (default: the program's).
-        Output: one dict per query: ``query``, ``namespace``, ``context`` (the text a reader gets, cut
-        to the program's context budget), ``items`` (rank order: ``id``, ``text``, ``kind``, ``score``,
-        ``episode_id``, ``event_time``, ``source_ids``) and ``memory_items`` (active items in that
-        namespace, so an empty memory is visible, not silent).
+    Example::
 
-        The memory is the logged program's own (``log_program_model(..., include_memory=True)``) or,
-        when ``model_config={"memory": PATH}`` is given at load, the memory of the saved program at
-        PATH (``MemoryProgram.save(PATH)``), which must have the same architecture and embedder.
-        """
+        info = log_program_model(program, tracking_uri="sqlite:///mlruns/mlflow.db", run_id=run_id)
+        model = mlflow.pyfunc.load_model(info.model_uri, model_config={"memory": "mem.program.json"})
+        model.predict([{"query": "where did Caroline move from?", "user_id": "conv-26"}])
 
-        def load_context(self, context: Any) -> None:
-            from memarch.pipeline.program import MemoryProgram
+    Input: a list of dicts (or a DataFrame) with a ``query`` string and optional
+    ``namespace`` (or its alias ``user_id``: one user's memory is one namespace; default
+    ``"default"``) and ``top_k`` (default: the program's).
+    Output: one dict per query: ``query``, ``namespace``, ``context`` (the text a reader gets, cut
+    to the program's context budget), ``items`` (rank order: ``id``, ``text``, ``kind``, ``score``,
+    ``episode_id``, ``event_time``, ``source_ids``) and ``memory_items`` (active items in that
+    namespace, so an empty memory is visible, not silent).
 
-            source = context.artifacts[ARTIFACT]
-            self.program = MemoryProgram.load(source)
-            memory = (context.model_config or {}).get("memory")
-            if memory:
-                attach_memory(self.program, memory)
-            if not self.program.store.namespaces():
-                logger.warning("memarch model: the program has no memory; every query returns no items "
-                               "(load with model_config={'memory': 'saved.program.json'})")
+    The memory is the logged program's own (``log_program_model(..., include_memory=True)``) or,
+    when ``model_config={"memory": PATH}`` is given at load, the memory of the saved program at
+    PATH (``MemoryProgram.save(PATH)``), which must have the same architecture and embedder.
+    """
 
-        def predict(self, context, model_input, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-            from memarch.pipeline.episodes import Query
+    def load_context(self, context: Any) -> None:
+        from memarch.pipeline.program import MemoryProgram
 
-            out = []
-            for row in query_rows(model_input):
-                r = self.program.read(Query(text=row["query"], namespace=row["namespace"]), top_k=row["top_k"])
-                out.append({"query": row["query"], "namespace": row["namespace"], "context": r.context,
-                            "items": [{"id": s.item.id, "text": s.item.text, "kind": s.item.kind,
-                                       "score": float(s.score), "episode_id": s.item.episode_id,
-                                       "event_time": s.item.event_time, "source_ids": list(s.item.source_ids)}
-                                      for s in r.items],
-                            "memory_items": self.program.store.count(row["namespace"])})
-            return out
+        source = context.artifacts[ARTIFACT]
+        self.program = MemoryProgram.load(source)
+        memory = (context.model_config or {}).get("memory")
+        if memory:
+            attach_memory(self.program, memory)
+        if not self.program.store.namespaces():
+            logger.warning("memarch model: the program has no memory; every query returns no items "
+                           "(load with model_config={'memory': 'saved.program.json'})")
+
+    # No return annotation: MLflow would turn ``dict[str, Any]`` into an unvalidated schema and
+    # warn; the output is documented above.
+    def predict(self, context, model_input: list[QueryRow], params: dict[str, Any] | None = None):
+        from memarch.pipeline.episodes import Query
+
+        out = []
+        for row in query_rows(model_input):
+            r = self.program.read(Query(text=row["query"], namespace=row["namespace"]), top_k=row["top_k"])
+            out.append({"query": row["query"], "namespace": row["namespace"], "context": r.context,
+                        "items": [{"id": s.item.id, "text": s.item.text, "kind": s.item.kind,
+                                   "score": float(s.score), "episode_id": s.item.episode_id,
+                                   "event_time": s.item.event_time, "source_ids": list(s.item.source_ids)}
+                                  for s in r.items],
+                        "memory_items": self.program.store.count(row["namespace"])})
+        return out
 
 
 def attach_memory(program: Any, path: str | Path) -> None:
@@ -101,6 +108,8 @@ def query_rows(model_input: Any) -> list[dict[str, Any]]:
     """Normalise a predict input to ``[{"query", "namespace", "top_k"}]`` (see `ProgramModel`)."""
     import pandas as pd
 
+    if isinstance(model_input, (list, tuple)):  # MLflow hands over `QueryRow`s
+        model_input = [r.model_dump() if isinstance(r, pydantic.BaseModel) else r for r in model_input]
     if isinstance(model_input, pd.DataFrame):
         rows = model_input.to_dict(orient="records")
     elif isinstance(model_input, str):
@@ -138,15 +147,6 @@ def _given(value: Any) -> Any:
     return None if value is None or (isinstance(value, float) and value != value) else value
 
 
-def signature() -> Any:
-    from mlflow.models import ModelSignature
-    from mlflow.types.schema import ColSpec, Schema
-
-    return ModelSignature(inputs=Schema([ColSpec("string", "query"), ColSpec("string", "namespace", required=False),
-                                         ColSpec("string", "user_id", required=False),
-                                         ColSpec("long", "top_k", required=False)]))
-
-
 def log_program_model(program: Any, *, tracking_uri: str, run_id: str | None = None,
                       registered_name: str | None = None, include_memory: bool = False) -> Any:
     """Log ``program`` as a pyfunc model of run ``run_id`` (and register it as ``registered_name``);
@@ -157,19 +157,21 @@ def log_program_model(program: Any, *, tracking_uri: str, run_id: str | None = N
         info = log_program_model(program, tracking_uri=uri, run_id=run_id, registered_name="chat-memory")
         mlflow.pyfunc.load_model(f"models:/chat-memory/{info.registered_model_version}")
     """
+    import warnings
+
     import mlflow
 
     with tempfile.TemporaryDirectory(prefix="memarch-model-") as tmp, warnings.catch_warnings():
-        # The signature below is the schema: MLflow's advice to add type hints or an input example
-        # (which it would validate by loading the model, embedder and all) does not apply.
-        warnings.filterwarnings("ignore", message=".*(type hint|input example).*", category=UserWarning)
+        # The input schema comes from `QueryRow`; MLflow's advice to add an input example (which
+        # it would check by loading the model, embedder and all, at every compile) does not apply.
+        warnings.filterwarnings("ignore", message=".*input example.*", category=UserWarning)
         path = program.save(Path(tmp) / "program.json", include_memory=include_memory)
         # MLflow's log_model reads the process-wide tracking URI and the active run (the model's
         # experiment is the run's); the tracker logs through its own client, so both are set here.
         with _tracking_uri(tracking_uri), (mlflow.start_run(run_id=run_id, nested=True) if run_id else _nothing()):
             return mlflow.pyfunc.log_model(
                 name=MODEL_NAME, python_model=str(CODE), artifacts={ARTIFACT: str(path)},
-                signature=signature(), registered_model_name=registered_name, pip_requirements=_requirements(),
+                registered_model_name=registered_name, pip_requirements=_requirements(),
                 model_config={"memory": ""},  # declared, so load_model(uri, model_config={"memory": PATH}) is accepted
                 tags={"memarch.architecture": program.architecture.key()})
 
