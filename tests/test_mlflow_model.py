@@ -193,3 +193,16 @@ def test_dspy_calls_are_traced_into_the_trial_runs(tracker, tmp_path):
         assert len(linked) == int(run.data.tags["memarch.lm_traces"]) > 0
     assert traced.lm_tracing is None  # finish() closed it: autolog off, its callback gone
     assert not [c for c in dspy.settings.callbacks if type(c).__name__ in ("MlflowCallback", "_TraceIds")]
+
+
+def test_compare_runs_are_named_tagged_and_carry_the_splits(store_uri, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    assert main(["compare", *TINY, "--budget", "1", "--seeds", "2", "--strategies", "random",
+                 "--tracking-uri", store_uri, "--out", str(tmp_path)]) == 0
+    client = MlflowClient(store_uri)
+    runs = client.search_runs([client.get_experiment_by_name("memarch").experiment_id])
+    parents = sorted((r for r in runs if "mlflow.parentRunId" not in r.data.tags), key=lambda r: r.info.run_name)
+    assert [r.info.run_name for r in parents] == ["random s0", "random s1"]
+    assert [r.data.tags["memarch.seed"] for r in parents] == ["0", "1"]
+    assert all(r.data.tags["memarch.benchmark"] == "generated" and len(r.inputs.dataset_inputs) == 3 for r in parents)

@@ -301,7 +301,8 @@ def _print_model(args, rep) -> None:
     if uri is None:
         print(f"MLflow model: not logged ({rep.extras.get('model_error', 'no model')})")
         return
-    line = f"MLflow model: {uri} (mlflow.pyfunc.load_model(uri).predict([{{'query': ...}}]); see docs/mlflow.md)"
+    line = (f"MLflow model: {uri} (mlflow.pyfunc.load_model(uri).predict([{{'query': ...}}]); "
+            "docs/search.md, \"The compiled program as an MLflow model\")")
     if args.register:
         from memarch.optimizers.program_model import register_program_model
 
