@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,10 @@ def run_tags(metric: Any, *, strategy: str | None = None, seed: Any = None) -> d
     limit = getattr(getattr(metric, "metric", metric), "limit", None)
     if limit is not None:
         tags["memarch.limit"] = str(limit)
-    tags["memarch.split_by"] = str(getattr(bench, "split_by", ""))
+    from memarch.benchmarks.base import TaskBenchmark
+
+    # agent benchmarks split over tasks (their split_by is the stream benchmarks' setting, unused)
+    tags["memarch.split_by"] = "task" if isinstance(bench, TaskBenchmark) else str(getattr(bench, "split_by", ""))
     for split in SPLITS:
         tags[f"memarch.split.{split}"] = str(len(split_rows(split_view(metric, split))))
     return tags
@@ -129,8 +133,12 @@ def split_datasets(metric: Any, splits: tuple[str, ...] = SPLITS) -> list[Any]:
     out = []
     for split in splits:
         rows = split_rows(split_view(metric, split))
-        dataset = mlflow.data.from_pandas(pd.DataFrame(rows), name=f"{bench.name}-{split}",
-                                          source=str(Path(path).resolve()) if path is not None else None,
-                                          targets="answer" if rows and "answer" in rows[0] else None)
+        with warnings.catch_warnings():
+            # a local path matches MLflow's two local-file source types (it picks the same one), and
+            # its digest code trips a pandas 4 deprecation: neither is ours to act on
+            warnings.filterwarnings("ignore", message=".*(interpreted in multiple ways|keyword-only).*")
+            dataset = mlflow.data.from_pandas(pd.DataFrame(rows), name=f"{bench.name}-{split}",
+                                              source=str(Path(path).resolve()) if path is not None else None,
+                                              targets="answer" if rows and "answer" in rows[0] else None)
         out.append(DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", split)]))
     return out
