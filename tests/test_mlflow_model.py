@@ -84,12 +84,14 @@ def test_the_memory_can_be_given_at_load(tracker, hash_resources, tmp_path):
     from memarch.optimizers.program_model import log_program_model
 
     compiled = MemoryProgram(TURNS, resources=hash_resources)  # as compile logs it: no memory
-    info = log_program_model(compiled, tracking_uri=tracker.tracking_uri, run_id=_run(tracker))
+    info = log_program_model(compiled, tracking_uri=tracker.tracking_uri, run_id=_run(tracker),
+                             registered_name="chat-memory")
+    assert info.registered_model_version == 1
     saved = _program(hash_resources).save(tmp_path / "mem.program.json")
     with using(tracker.tracking_uri):
         [empty] = mlflow.pyfunc.load_model(info.model_uri).predict([{"query": "dog?", "user_id": "ann"}])
         assert empty["memory_items"] == 0 and empty["items"] == []
-        model = mlflow.pyfunc.load_model(info.model_uri, model_config={"memory": str(saved)})
+        model = mlflow.pyfunc.load_model("models:/chat-memory/1", model_config={"memory": str(saved)})
         [hit] = model.predict([{"query": "what is the dog called?", "user_id": "ann"}])
         assert "Rex" in hit["items"][0]["text"]
         other = MemoryProgram(Architecture(("turn",), "json", "hybrid", "lightweight"), resources=hash_resources)
@@ -156,6 +158,13 @@ def test_register_and_trace_lm_need_what_they_use(extra, tmp_path, capsys):
                  "--tracking-uri", f"sqlite:///{tmp_path}/m.db", *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and ("--register" in err or "--trace-lm" in err)
+
+
+def test_register_without_a_tracker_is_refused():
+    from memarch.optimizers.compile import MemarchOptimizer
+
+    with pytest.raises(MemarchError, match="register needs MLflow tracking"):
+        MemarchOptimizer(lambda arch, data: None, register="m")
 
 
 def test_runs_outside_a_git_checkout_have_no_commit_tag(tmp_path):
