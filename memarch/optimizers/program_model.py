@@ -194,21 +194,34 @@ class _nothing:
 
 
 class _tracking_uri:
-    """Use ``uri`` as MLflow's process-wide tracking URI inside the block, then restore it."""
+    """Use ``uri`` as MLflow's process-wide tracking URI inside the block, then restore it; MLflow's
+    artifact progress bars (one per model file copied) are off meanwhile, not to break the CLI's lines."""
+
+    BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
     def __init__(self, uri: str):
         self.uri = uri
 
     def __enter__(self):
+        import os
+
         import mlflow
 
         self.old = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
+        self.old_bar = os.environ.get(self.BAR)
+        os.environ[self.BAR] = "false"
         mlflow.set_tracking_uri(self.uri)
 
     def __exit__(self, *exc):
+        import os
+
         import mlflow
 
         mlflow.set_tracking_uri(self.old)  # None: back to "not set" (MLflow's default resolution)
+        if self.old_bar is None:
+            os.environ.pop(self.BAR, None)
+        else:
+            os.environ[self.BAR] = self.old_bar
         return False
 
 
