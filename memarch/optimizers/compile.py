@@ -190,8 +190,9 @@ class MemarchOptimizer:
             for arch, role in warm:
                 study.enqueue_trial(sspace.to_params(arch), user_attrs={"role": role})
         if self.tracker is not None:
-            self.tracker.start(study, metric=self.metric, strategy=self.strategy_name, seed=self.seed, budget=self.budget,
-                               family=space.family, warm_start=",".join(a.key() for a, _ in warm) or "none")
+            self.tracker.start(study, metric=self.metric, strategy=self.strategy_name, seed=self.seed,
+                               budget=self.budget, family=space.family,
+                               warm_start=",".join(a.key() for a, _ in warm) or "none")
         search = Search(self.metric, sspace, budget=self.budget, data=trainset, tracker=self.tracker,
                         on_trial=self.on_trial, max_failures=self.max_failures, objectives=self.objectives)
         history = search.run(study)
