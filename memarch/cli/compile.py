@@ -54,6 +54,9 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--resume", action="store_true", help="continue the study (or join it as another worker)")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI, help=f"MLflow store (default {DEFAULT_TRACKING_URI})")
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
+    p.add_argument("--trace-lm", action="store_true",
+                   help="trace every DSPy module and LM call into MLflow (mlflow.dspy.autolog), linked to the "
+                        "trial's run; opt-in: a trace per call costs time and disk (docs/search.md)")
     p.add_argument("--out", default="mlruns/memarch", help="directory for the program JSON / table / PNG")
     try:
         from memarch.lm.arguments import add_lm_arguments
@@ -112,6 +115,8 @@ def check_numbers(args) -> None:
         raise MemarchError(f"--limit must be at least 1, got {args.limit}")
     if args.max_failures < 0:
         raise MemarchError(f"--max-failures must be 0 or more, got {args.max_failures}")
+    if getattr(args, "trace_lm", False) and (args.no_tracking or (getattr(args, "lm", "none") or "none") == "none"):
+        raise MemarchError("--trace-lm traces LM calls into MLflow: it needs --lm and tracking (no --no-tracking)")
 
 
 def build_metric(args, resources):
@@ -196,7 +201,7 @@ def tracker_for(args):
 
     uri = args.tracking_uri
     root = Path(uri[len("sqlite:///"):]).parent / "artifacts" if uri.startswith("sqlite:///") else DEFAULT_ARTIFACTS
-    return Tracker(uri, artifact_root=root)
+    return Tracker(uri, artifact_root=root, trace_lm=getattr(args, "trace_lm", False))
 
 
 def add_arguments(p) -> None:
@@ -210,6 +215,9 @@ def add_arguments(p) -> None:
                    help="questions per split inside the prompt optimizer (default 20)")
     p.add_argument("--prompt-budget", type=int, default=60,
                    help="prompt optimizer budget: GEPA metric calls, MIPRO trials x examples (default 60)")
+    p.add_argument("--register", default=None, metavar="NAME",
+                   help="register the compiled program (an MLflow pyfunc model logged with the run) in the "
+                        "MLflow model registry as NAME (a new version each time)")
 
 
 def run(args) -> int:
@@ -220,6 +228,8 @@ def run(args) -> int:
     if args.prompt_examples < 1 or args.prompt_budget < 1:
         raise MemarchError(f"--prompt-examples and --prompt-budget must be at least 1, got "
                            f"{args.prompt_examples} and {args.prompt_budget}")
+    if args.register is not None and (args.no_tracking or not args.register.strip()):
+        raise MemarchError("--register needs MLflow tracking (drop --no-tracking) and a model name")
     strategies = parse_strategies(args.strategies, ["guided"])
     roles = lm_roles(args)
     if roles is None:
@@ -297,6 +307,7 @@ def _compile(args, strategies: list[str], roles) -> int:
           + (f"memory budget {metric.memory_budget.tokens} tokens per namespace, " if metric.memory_budget else "")
           + f"as its trials read; `memarch evaluate --program {path}` re-scores it)")
     if not args.no_tracking:
+        _print_model(args, rep)
         print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
     logging.getLogger(__name__).info("study %s", rep.study_name)
     return 0
@@ -314,6 +325,21 @@ def _prompt_line(args, metric, lm) -> None:
     budget = "one pass, no budget" if args.optimize_prompts == "bootstrap" else f"budget {args.prompt_budget}"
     print(f"prompt optimisation after the search: {args.optimize_prompts}, {args.prompt_examples} questions per "
           f"split, {budget}{smoke}")
+
+
+def _print_model(args, rep) -> None:
+    """Where the chosen program's MLflow model is (and its registered version with --register)."""
+    uri = rep.extras.get("model_uri")
+    if uri is None:
+        print(f"MLflow model: not logged ({rep.extras.get('model_error', 'no model')})")
+        return
+    line = (f"MLflow model: {uri} (mlflow.pyfunc.load_model(uri).predict([{{'query': ...}}]); "
+            "docs/search.md, \"The compiled program as an MLflow model\")")
+    if args.register:
+        from memarch.optimizers.program_model import register_program_model
+
+        line += f"; registered as {register_program_model(uri, args.register, tracking_uri=args.tracking_uri)}"
+    print(line)
 
 
 def front_lines(rep) -> list[str]:

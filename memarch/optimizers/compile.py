@@ -121,6 +121,9 @@ class MemarchOptimizer:
             ``"bootstrap"``, ``"mipro"`` or ``"gepa"`` — the DSPy optimizer run over the program's
             and the reader's prompts (see `memarch.optimizers.prompts.optimize_prompts`).
         prompt_examples, prompt_budget: questions per split inside that optimizer, and its budget.
+        log_model: with a tracker, log the compiled program as an MLflow pyfunc model of the
+            study's parent run (`program_model`; ``report.extras["model_uri"]``).
+        register: also register that model under this name in the MLflow model registry.
     """
 
     def __init__(self, metric: Metric, strategy: str = "guided", budget: int = 30, lm: Any = None,
@@ -130,7 +133,7 @@ class MemarchOptimizer:
                  on_trial: Callable | None = None, warm_start: Any = "presets", max_failures: int = 5,
                  objectives: tuple[str, ...] | str = SINGLE, select: str | Selection = "quality",
                  space_mode: str = "categorical", prompt_optimizer: str = "none", prompt_examples: int = 20,
-                 prompt_budget: int = 60):
+                 prompt_budget: int = 60, log_model: bool = True, register: str | None = None):
         if budget < 1:
             raise MemarchError(f"budget must be at least 1 trial, got {budget}")
         from memarch.optimizers.study_objectives import parse_objectives
@@ -161,6 +164,9 @@ class MemarchOptimizer:
 
         self.prompt_optimizer = check_prompt_optimizer(prompt_optimizer)
         self.prompt_examples, self.prompt_budget = prompt_examples, prompt_budget
+        self.log_model, self.register = log_model, register
+        if register and tracker is None:
+            raise MemarchError("register needs MLflow tracking (a tracker): the registry is MLflow's")
         self.report: CompileReport | None = None
         self.study: optuna.Study | None = None
 
@@ -196,8 +202,9 @@ class MemarchOptimizer:
             for arch, role in warm:
                 study.enqueue_trial(sspace.to_params(arch), user_attrs={"role": role})
         if self.tracker is not None:
-            self.tracker.start(study, strategy=self.strategy_name, seed=self.seed, budget=self.budget,
-                               family=space.family, warm_start=",".join(a.key() for a, _ in warm) or "none")
+            self.tracker.start(study, metric=self.metric, strategy=self.strategy_name, seed=self.seed,
+                               budget=self.budget, family=space.family,
+                               warm_start=",".join(a.key() for a, _ in warm) or "none")
         search = Search(self.metric, sspace, budget=self.budget, data=trainset, tracker=self.tracker,
                         on_trial=self.on_trial, max_failures=self.max_failures, objectives=self.objectives)
         history = search.run(study)
@@ -236,6 +243,8 @@ class MemarchOptimizer:
 
             from memarch.optimizers.curves import plot_curves
 
+            if self.log_model or self.register:
+                self._log_model(program)
             tmp = Path(tempfile.mkdtemp(prefix="memarch-curve-")) / "curve.png"
             plot_curves({self.strategy_name: [self.report.curve]}, tmp, title=f"{name}: best-so-far search objective")
             self.tracker.finish({"search_score": self.report.search_score,
@@ -273,6 +282,23 @@ class MemarchOptimizer:
                       "test": report.test_after}
             program.evaluation = dataclasses.replace(program.evaluation, scores=scores)
         return report
+
+    def _log_model(self, program: Any) -> None:
+        """The program as the parent run's MLflow model. A failure is shown (a warning and
+        ``extras["model_error"]``) and the compile goes on — unless a registration was asked for."""
+        try:
+            info = self.tracker.log_program(program, registered_name=self.register)
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if self.register:
+                raise MemarchError(f"cannot log and register the program as MLflow model {self.register!r}: "
+                                   f"{message}") from None
+            logger.warning("the compiled program was not logged as an MLflow model: %s", message)
+            self.report.extras["model_error"] = message
+            return
+        self.report.extras["model_uri"] = info.model_uri
+        if info.registered_model_version is not None:
+            self.report.extras["registered_model"] = f"models:/{self.register}/{info.registered_model_version}"
 
     def search_space(self, space: ArchitectureSpace) -> SearchSpace:
         """The Optuna view of ``space`` in this optimizer's mode; in the full space ``top_k``

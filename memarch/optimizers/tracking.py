@@ -43,7 +43,7 @@ class Tracker:
     """
 
     def __init__(self, tracking_uri: str = DEFAULT_TRACKING_URI, *, experiment: str = EXPERIMENT,
-                 artifact_root: str | Path = DEFAULT_ARTIFACTS):
+                 artifact_root: str | Path = DEFAULT_ARTIFACTS, trace_lm: bool = False):
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         from mlflow.tracking import MlflowClient
 
@@ -73,22 +73,56 @@ class Tracker:
         self.parent_run_id: str | None = None
         self._ledger: list | None = None
         self.objectives: tuple[str, ...] = ("quality",)
+        self.tags: dict[str, str] = {}  # on the parent and every trial run (`run_context.run_tags`)
+        self._trial_inputs: list = []  # the search split, as each trial run's dataset input
+        self.model_info: Any = None  # MLflow's ModelInfo of the program logged by `log_program`
+        # trace_lm: DSPy calls traced (mlflow.dspy.autolog), linked to the trial that made them
+        self.lm_tracing = None
+        if trace_lm:
+            from memarch.optimizers.lm_tracing import LMTracing
 
-    def start(self, study: Any, **params: Any) -> str:
-        """The study's parent run (created once; workers and resumed studies reuse it)."""
+            self.lm_tracing = LMTracing(tracking_uri, self.experiment_id)
+
+    def start(self, study: Any, *, metric: Any = None, **params: Any) -> str:
+        """The study's parent run (created once; workers and resumed studies reuse it), named
+        ``"<strategy> s<seed>"``; with ``metric`` (a `BenchmarkMetric`) the runs are tagged with
+        the benchmark, data hash, split sizes, version and commit, and the splits are logged as
+        dataset inputs (`run_context`)."""
+        from memarch.optimizers.run_context import parent_run_name, run_tags, split_datasets
         from memarch.optimizers.study import study_objectives
 
         self.objectives = study_objectives(study)
+        self.tags = run_tags(metric, strategy=params.get("strategy"), seed=params.get("seed"))
+        inputs = split_datasets(metric) if metric is not None else []
+        self._trial_inputs = [d for d in inputs if d.tags[0].value == "search"]
         run_id = study.user_attrs.get(PARENT_ATTR)
         if run_id is None:
-            run = self.client.create_run(self.experiment_id, run_name=study.study_name,
-                                         tags={"memarch.study": study.study_name})
+            name = parent_run_name(params["strategy"], params.get("seed")) if "strategy" in params else study.study_name
+            run = self.client.create_run(self.experiment_id, run_name=name,
+                                         tags={"memarch.study": study.study_name, **self.tags})
             run_id = run.info.run_id
             study.set_user_attr(PARENT_ATTR, run_id)
             for k, v in {**params, "objectives": ",".join(self.objectives)}.items():
                 self.client.log_param(run_id, k, str(v)[:500])
+            if inputs:
+                self.client.log_inputs(run_id, datasets=inputs)
+        else:  # a resumed study or another worker: this process's commit may differ
+            for k, v in self.tags.items():
+                self.client.set_tag(run_id, k, v)
         self.parent_run_id = run_id
         return run_id
+
+    def log_program(self, program: Any, *, registered_name: str | None = None,
+                    include_memory: bool = False) -> Any:
+        """The compiled program as a pyfunc model of the parent run (`program_model`); with
+        ``registered_name`` also a new version of that registered model. Returns MLflow's ModelInfo."""
+        from memarch.optimizers.program_model import log_program_model
+
+        self.model_info = log_program_model(program, tracking_uri=self.tracking_uri, run_id=self.parent_run_id,
+                                            registered_name=registered_name, include_memory=include_memory)
+        if self.parent_run_id:
+            self.client.set_tag(self.parent_run_id, "memarch.model_uri", self.model_info.model_uri)
+        return self.model_info
 
     def callback(self, search: Any = None):
         """An Optuna callback that logs every finished trial of this worker: a nested run per
@@ -110,21 +144,29 @@ class Tracker:
                                                                for k, v in counts.items()])
 
     def log_failed(self, number: int, arch_key: str, error: str) -> str:
-        tags = {"memarch.trial": str(number), "memarch.state": "failed"}
+        tags = {**self.tags, "memarch.trial": str(number), "memarch.state": "failed"}
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
         run = self.client.create_run(self.experiment_id, run_name=f"t{number} FAILED {arch_key}"[:250], tags=tags)
         self.client.log_text(run.info.run_id, error, "error.txt")
+        if self.lm_tracing is not None:
+            self.lm_tracing.link(self.client, run.info.run_id)
         self.client.set_terminated(run.info.run_id, status="FAILED")
         return run.info.run_id
 
     def log_trial(self, number: int, arch: Architecture, result: TrialResult, attrs: dict[str, Any],
                   round_: dict[str, Any] | None = None) -> str:
-        tags = {"memarch.trial": str(number)}
+        from memarch.optimizers.run_context import trial_run_name
+
+        tags = {**self.tags, "memarch.trial": str(number)}
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
-        run = self.client.create_run(self.experiment_id, run_name=f"t{number} {arch.key()}"[:250], tags=tags)
+        run = self.client.create_run(self.experiment_id, run_name=trial_run_name(number, arch.key()), tags=tags)
         rid = run.info.run_id
+        if self._trial_inputs:  # every trial is scored on the search split
+            self.client.log_inputs(rid, datasets=self._trial_inputs)
+        if self.lm_tracing is not None:  # the DSPy traces made while this trial was evaluated
+            self.client.set_tag(rid, "memarch.lm_traces", str(self.lm_tracing.link(self.client, rid)))
         from mlflow.entities import Metric, Param
 
         params = {"encode": "+".join(arch.encode), "store": arch.store, "retrieve": arch.retrieve,
@@ -168,6 +210,12 @@ class Tracker:
         from mlflow.entities import Metric
 
         summary = summary or {}
+        if self.lm_tracing is not None:  # validation and test evaluations: the parent's traces
+            self.lm_tracing.link(self.client, self.parent_run_id)
+            summary = {**summary, "lm_traces_linked": self.lm_tracing.linked,
+                       "lm_traces_not_linked": self.lm_tracing.failed_links}
+            self.lm_tracing.close()
+            self.lm_tracing = None
         nums = [Metric(_metric_name(k), float(v), 0, 0) for k, v in summary.items()
                 if isinstance(v, (int, float)) and math.isfinite(float(v))]
         if nums:
