@@ -42,8 +42,8 @@ def run(argv: list[str] | None = None) -> int:
     print(table.read_text())
     print(f"curves (PNG): {Path(args.out) / 'compare-generated.png'}")
     print(f"program:      {Path(args.out) / 'program.json'}")
-    print("MLflow:       memarch ui   (= mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db, "
-          "then open http://127.0.0.1:5000)")
+    print("MLflow:       memarch ui   (starts the MLflow UI on sqlite:///mlruns/mlflow.db and prints the URL "
+          "of the study's runs table)")
     print(f"total time:   {time.time() - started:.0f} s")
     return 0
 

@@ -77,5 +77,6 @@ def compare_main(args, strategies: list[str], roles) -> int:
     if fronts_png is not None:
         print(f"Pareto fronts: {fronts_png}")
     if not args.no_tracking:
-        print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
+        print(f"MLflow: memarch ui --tracking-uri {args.tracking_uri}  (opens on the study's runs; "
+              f"plain `{ui_command(args.tracking_uri)}` lands on the GenAI overview)")
     return 0

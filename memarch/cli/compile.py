@@ -308,7 +308,8 @@ def _compile(args, strategies: list[str], roles) -> int:
           + f"as its trials read; `memarch evaluate --program {path}` re-scores it)")
     if not args.no_tracking:
         _print_model(args, rep)
-        print(f"MLflow: {ui_command(args.tracking_uri)}  (or: memarch ui)")
+        print(f"MLflow: memarch ui --tracking-uri {args.tracking_uri}  (opens on the study's runs; "
+              f"plain `{ui_command(args.tracking_uri)}` lands on the GenAI overview)")
     logging.getLogger(__name__).info("study %s", rep.study_name)
     return 0
 
