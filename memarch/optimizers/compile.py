@@ -14,18 +14,17 @@ from typing import Any, Callable
 import optuna
 
 from memarch.errors import MemarchError
-from memarch.optimizers.guided.champion import select_champion
 from memarch.optimizers.guided.pareto import objective_front
 from memarch.optimizers.history import History
 from memarch.optimizers.presets import warm_start_architectures
 from memarch.optimizers.prompts import NOTHING
+from memarch.optimizers.runoff import MAX_FRONT_FINALISTS, choose_on_validation  # noqa: F401 (re-exported)
 from memarch.optimizers.search import Metric, Search
-from memarch.optimizers.selection import QUALITY_SELECTION, Selection, parse_selection
-from memarch.optimizers.selection import select as select_pick
+from memarch.optimizers.selection import Selection, parse_selection
 from memarch.optimizers.space import MODES, SearchSpace
 from memarch.optimizers.strategies import make_sampler
 from memarch.optimizers.study import make_storage, open_study
-from memarch.optimizers.study_objectives import NAMES, SINGLE, value_of, values_of
+from memarch.optimizers.study_objectives import SINGLE, values_of
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import ArchitectureSpace
 
@@ -352,52 +351,3 @@ class MemarchOptimizer:
             if program.evaluation.top_k != program.top_k:  # the pick's retrieve.top_k knob: what its trials read
                 program.evaluation = dataclasses.replace(program.evaluation, top_k=program.top_k)
         return program
-
-
-MAX_FRONT_FINALISTS = 8  # search front members re-scored on validation in a multi-objective study
-
-
-def choose_on_validation(history: History, metric: Metric, valset: Any, finalists: int = 3, *,
-                         objectives: tuple[str, ...] = SINGLE, selection: Selection = QUALITY_SELECTION,
-                         details: dict[str, Any] | None = None) -> tuple[Architecture, dict[str, float]]:
-    """The top search architectures plus the guarded champion — or, with several objectives, the
-    search Pareto front (at most `MAX_FRONT_FINALISTS`, spread over it) — re-scored on validation
-    (AutoMem's runoff); ``selection`` picks among them on validation (`select`: best quality, ties
-    to lower memory_tokens then read_p95; the knee; or the best quality within a cost limit).
-
-    Example::
-
-        pick, scores = choose_on_validation(history, metric, "validation", finalists=3)
-
-    ``details`` (a dict, filled when given): each finalist's validation values of every objective,
-    the validation front and the search front.
-    """
-    if len(objectives) > 1:
-        front = objective_front(history.records, objectives)
-        if len(front) > MAX_FRONT_FINALISTS:  # evenly spaced from best quality to cheapest
-            step = (len(front) - 1) / (MAX_FRONT_FINALISTS - 1)
-            front = [front[round(i * step)] for i in range(MAX_FRONT_FINALISTS)]
-        keys = [r.architecture.key() for r in front]
-    else:
-        ranked = sorted(history.records, key=lambda r: (-r.objective, r.cost, r.number))
-        keys = []
-        for r in [select_champion(history)] + ranked:
-            if r is not None and r.architecture.key() not in keys:
-                keys.append(r.architecture.key())
-            if len(keys) >= max(1, finalists):
-                break
-    scores: dict[str, float] = {}
-    values: dict[str, dict[str, float]] = {}
-    for key in keys:
-        rec = history.by_key(key)
-        res = rec.result if valset is None else metric(rec.architecture, valset)
-        scores[key] = float("-inf") if res.failed else res.objective
-        if not res.failed:
-            values[key] = {n: value_of(res, n) for n in NAMES}
-    pick, val_front = select_pick(values, objectives, selection,
-                             {k: history.by_key(k).objective for k in keys})
-    if details is not None:
-        details.update(validation_values=values, validation_front=val_front,
-                       search_front={k: list(values_of(history.by_key(k).result, objectives)) for k in keys}
-                       if len(objectives) > 1 else {})
-    return history.by_key(pick).architecture, scores
