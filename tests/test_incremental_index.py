@@ -180,3 +180,19 @@ def test_dense_rows_rank_ties_in_insertion_order(hash_resources):
     rows = DenseRows.build(store, "default")
     assert [i for i, _ in rows.ranked(hash_resources.embedder.embed_one("identical text"))] == \
         ["t0", "t1", "t2", "t3", "t4"]
+
+
+def test_interleaved_benchmark_runs_small(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_interleaved.py"
+    spec = importlib.util.spec_from_file_location("bench_interleaved", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.main(["--sizes", "200", "--queries", "3"])
+    out = capsys.readouterr().out
+    assert {r["store"] for r in rows} == {"json", "vector", "hybrid", "graph"}
+    assert ("hybrid", "hybrid") in {(r["store"], r["retriever"]) for r in rows}
+    assert all(r["n_static"] == r["n_inter"] == 3 and r["inter_p95"] >= r["inter_p50"] for r in rows)
+    assert "inter p50" in out and "x static" in out and "target" in out

@@ -56,7 +56,8 @@ class TaskIndex:
         self.task_row: dict[str, int] = {}
         self.members: list[dict[str, None]] = []  # per row: ids of the active items with that task
         self.row: dict[str, int] = {}  # item id -> its task's row
-        self.vectors = np.zeros((0, embedder.dim), np.float32)
+        self._buffer = np.zeros((16, embedder.dim), np.float32)  # task vectors, grown by doubling
+        self.empty = 0  # rows whose items all left
         self._last: tuple[bytes, np.ndarray] | None = None
         self.version = store.version(namespace)
         self._join(store.list(namespace))
@@ -68,6 +69,8 @@ class TaskIndex:
             if task is None:
                 continue
             j = self.task_row.get(task)
+            if j is not None and not self.members[j]:
+                self.empty -= 1
             if j is None:
                 j = self.task_row[task] = len(self.tasks)
                 self.tasks.append(task)
@@ -76,8 +79,18 @@ class TaskIndex:
             self.members[j][it.id] = None
             self.row[it.id] = j
         if new_tasks:
-            self.vectors = np.concatenate([self.vectors, self.embedder.embed(new_tasks)])
+            end = len(self.tasks)
+            if end > len(self._buffer):
+                grown = np.zeros((max(end, 2 * len(self._buffer)), self._buffer.shape[1]), np.float32)
+                grown[:end - len(new_tasks)] = self._buffer[:end - len(new_tasks)]
+                self._buffer = grown
+            self._buffer[end - len(new_tasks):end] = self.embedder.embed(new_tasks)
             self._last = None
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """One row per task."""
+        return self._buffer[:len(self.tasks)]
 
     def sync(self, store: "Store", namespace: str) -> bool:
         """Catch up with the writes since the last sync; False when a rebuild is due instead."""
@@ -85,14 +98,15 @@ class TaskIndex:
         if version == self.version:
             return True
         touched = store.changes_since(namespace, self.version)
-        live_rows = sum(1 for group in self.members if group)
-        if touched is None or len(self.tasks) - live_rows + len(touched) > max(1024, live_rows):
+        live_rows = len(self.tasks) - self.empty
+        if touched is None or self.empty + len(touched) > max(1024, live_rows):
             return False
         fresh = []
         for iid in touched:
             item, j = store.get(iid, namespace), self.row.pop(iid, None)
             if j is not None:
                 del self.members[j][iid]
+                self.empty += not self.members[j]
             if item is not None:
                 fresh.append(item)
         self._join(fresh)
