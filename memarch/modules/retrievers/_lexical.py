@@ -207,6 +207,16 @@ class LexicalIndex:
     `sync` replays the store's journal: a touched item whose text changed (or that left) retires
     its slot, a new or changed one takes a fresh slot; an update that keeps the text (usage,
     lineage) costs nothing. Ties rank in the store's insertion order, so results equal a rebuild's.
+
+    Example::
+
+        index = LexicalIndex(store, "alice")
+        store.add([item]); index.sync(store, "alice")   # False: rebuild instead
+        index.search("where does Caroline work", 10, keep=lambda it: it.kind == "fact")
+
+    Args:
+        store, namespace: whose active items are indexed.
+        bm25: `BM25Index` parameters (k1, b, epsilon).
     """
 
     def __init__(self, store: "Store", namespace: str, **bm25):
