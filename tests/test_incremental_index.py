@@ -13,6 +13,7 @@ from memarch.modules.retrievers.contrastive import ContrastiveRetriever
 from memarch.modules.retrievers.hybrid import HybridRetriever
 from memarch.modules.stores._dense_rows import DenseRows
 from memarch.modules.stores._journal import ChangeJournal
+from memarch.modules.stores.graph import GraphStore
 from memarch.modules.stores.hybrid import HybridStore
 from memarch.modules.stores.json_store import JsonStore
 from memarch.pipeline.episodes import Query
@@ -92,7 +93,7 @@ def _hits(retrieval):
     return [(s.item.id, s.score) for s in retrieval.items]
 
 
-@pytest.mark.parametrize("store_cls", [JsonStore, HybridStore])
+@pytest.mark.parametrize("store_cls", [JsonStore, HybridStore, GraphStore])
 def test_incremental_reads_equal_rebuilt_ones_through_random_writes(store_cls, hash_resources):
     rng = np.random.default_rng(13)
     store = store_cls(hash_resources)

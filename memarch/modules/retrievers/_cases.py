@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from memarch.pipeline.items import MemoryItem
 
 
+NO_ITEM = np.iinfo(np.int64).max  # the first-position key of a row without items
+
+
 def task_of(item: "MemoryItem") -> str | None:
     """The task an item was learned from (experience encoders store it in ``fields["task"]``)."""
     task = item.fields.get("task") if isinstance(item.fields, dict) else None
@@ -37,6 +40,7 @@ class TaskIndex:
     """Distinct tasks of a namespace's active items, each embedded once, with the ids of its items;
     kept up to date in place from the store's journal (a new task appends a row, an item that
     leaves or changes task leaves its group; a task left without items keeps an empty row).
+    Tasks with equal similarity rank by the store position of their first item, as in a rebuild.
 
     Example::
 
@@ -54,15 +58,16 @@ class TaskIndex:
         self.embedder = embedder
         self.tasks: list[str] = []
         self.task_row: dict[str, int] = {}
-        self.members: list[dict[str, None]] = []  # per row: ids of the active items with that task
+        self.members: list[dict[str, int]] = []  # per row: id -> store position of its active items
         self.row: dict[str, int] = {}  # item id -> its task's row
         self._buffer = np.zeros((16, embedder.dim), np.float32)  # task vectors, grown by doubling
+        self._first = np.full(16, NO_ITEM, np.int64)  # per row: the smallest position among its items
         self.empty = 0  # rows whose items all left
         self._last: tuple[bytes, np.ndarray] | None = None
         self.version = store.version(namespace)
-        self._join(store.list(namespace))
+        self._join(store, namespace, store.list(namespace))
 
-    def _join(self, items: list["MemoryItem"]) -> None:
+    def _join(self, store: "Store", namespace: str, items: list["MemoryItem"]) -> None:
         new_tasks: list[str] = []
         for it in items:
             task = task_of(it)
@@ -76,7 +81,11 @@ class TaskIndex:
                 self.tasks.append(task)
                 self.members.append({})
                 new_tasks.append(task)
-            self.members[j][it.id] = None
+                if j >= len(self._first):
+                    self._first = np.concatenate([self._first, np.full(len(self._first), NO_ITEM, np.int64)])
+            pos = store.position(it.id, namespace)
+            self.members[j][it.id] = pos
+            self._first[j] = min(int(self._first[j]), pos)
             self.row[it.id] = j
         if new_tasks:
             end = len(self.tasks)
@@ -105,11 +114,13 @@ class TaskIndex:
         for iid in touched:
             item, j = store.get(iid, namespace), self.row.pop(iid, None)
             if j is not None:
-                del self.members[j][iid]
-                self.empty += not self.members[j]
+                group = self.members[j]
+                if group.pop(iid) == self._first[j]:
+                    self._first[j] = min(group.values(), default=NO_ITEM)
+                self.empty += not group
             if item is not None:
                 fresh.append(item)
-        self._join(fresh)
+        self._join(store, namespace, fresh)
         self.version = version
         return True
 
@@ -121,13 +132,17 @@ class TaskIndex:
         return self._last[1]
 
     def ranked(self, sims: np.ndarray, first: int):
-        """Task rows by decreasing similarity; sorts only the ``first`` best unless more are read."""
-        head = np.argpartition(-sims, first - 1)[:first] if len(sims) > first else np.arange(len(sims))
-        head = head[np.argsort(-sims[head], kind="stable")]
-        yield from head
+        """Task rows by decreasing similarity, ties by their first item's store position; sorts
+        only the ``first`` best (and rows tied with the last of them) unless more are read."""
+        keys = self._first[:len(sims)]
+        if len(sims) > first:
+            head = np.flatnonzero(sims >= np.partition(sims, len(sims) - first)[len(sims) - first])
+        else:
+            head = np.arange(len(sims))
+        yield from head[np.lexsort((keys[head], -sims[head]))]
         if len(head) < len(sims):
             rest = np.setdiff1d(np.arange(len(sims)), head, assume_unique=True)
-            yield from rest[np.argsort(-sims[rest], kind="stable")]
+            yield from rest[np.lexsort((keys[rest], -sims[rest]))]
 
 
 _INDEXES: "weakref.WeakKeyDictionary[Store, dict]" = weakref.WeakKeyDictionary()
