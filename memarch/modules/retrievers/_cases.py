@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from memarch.pipeline.items import MemoryItem
 
 
+NO_ITEM = np.iinfo(np.int64).max  # the first-position key of a row without items
+
+
 def task_of(item: "MemoryItem") -> str | None:
     """The task an item was learned from (experience encoders store it in ``fields["task"]``)."""
     task = item.fields.get("task") if isinstance(item.fields, dict) else None
@@ -34,25 +37,92 @@ def case_text(item: "MemoryItem") -> str:
 
 
 class TaskIndex:
-    """Distinct tasks of a namespace's active items, embedded once, with the items of each."""
+    """Distinct tasks of a namespace's active items, each embedded once, with the ids of its items;
+    kept up to date in place from the store's journal (a new task appends a row, an item that
+    leaves or changes task leaves its group; a task left without items keeps an empty row).
+    Tasks with equal similarity rank by the store position of their first item, as in a rebuild.
 
-    def __init__(self, items: list["MemoryItem"], embedder: "Embedder", previous: "TaskIndex | None" = None):
-        self.items = items  # always the current objects; the groups below hold positions
-        self.key = [(it.id, task_of(it)) for it in items]
+    Example::
+
+        tasks = TaskIndex(store, "default", embedder)
+        store.add([new_item]); tasks.sync(store, "default")   # False: rebuild instead
+        sims = tasks.similarities(query_vector)
+        [tasks.members[j] for j in tasks.ranked(sims, 5)]
+
+    Args:
+        store, namespace: whose active items are indexed.
+        embedder: embeds the task texts.
+    """
+
+    def __init__(self, store: "Store", namespace: str, embedder: "Embedder"):
+        self.embedder = embedder
+        self.tasks: list[str] = []
+        self.task_row: dict[str, int] = {}
+        self.members: list[dict[str, int]] = []  # per row: id -> store position of its active items
+        self.row: dict[str, int] = {}  # item id -> its task's row
+        self._buffer = np.zeros((16, embedder.dim), np.float32)  # task vectors, grown by doubling
+        self._first = np.full(16, NO_ITEM, np.int64)  # per row: the smallest position among its items
+        self.empty = 0  # rows whose items all left
         self._last: tuple[bytes, np.ndarray] | None = None
-        if previous is not None and previous.key == self.key:
-            # Only usage stats, lineage or text changed (a manager's update): same groups, same tasks.
-            self.tasks, self.members, self.row, self.vectors = (
-                previous.tasks, previous.members, previous.row, previous.vectors)
-            return
-        members: dict[str, list[int]] = {}
-        for pos, (_, task) in enumerate(self.key):
-            if task is not None:
-                members.setdefault(task, []).append(pos)
-        self.tasks = list(members)
-        self.members = list(members.values())
-        self.row = {self.key[pos][0]: j for j, group in enumerate(self.members) for pos in group}
-        self.vectors = embedder.embed(self.tasks) if self.tasks else np.zeros((0, embedder.dim), np.float32)
+        self.version = store.version(namespace)
+        self._join(store, namespace, store.list(namespace))
+
+    def _join(self, store: "Store", namespace: str, items: list["MemoryItem"]) -> None:
+        new_tasks: list[str] = []
+        for it in items:
+            task = task_of(it)
+            if task is None:
+                continue
+            j = self.task_row.get(task)
+            if j is not None and not self.members[j]:
+                self.empty -= 1
+            if j is None:
+                j = self.task_row[task] = len(self.tasks)
+                self.tasks.append(task)
+                self.members.append({})
+                new_tasks.append(task)
+                if j >= len(self._first):
+                    self._first = np.concatenate([self._first, np.full(len(self._first), NO_ITEM, np.int64)])
+            pos = store.position(it.id, namespace)
+            self.members[j][it.id] = pos
+            self._first[j] = min(int(self._first[j]), pos)
+            self.row[it.id] = j
+        if new_tasks:
+            end = len(self.tasks)
+            if end > len(self._buffer):
+                grown = np.zeros((max(end, 2 * len(self._buffer)), self._buffer.shape[1]), np.float32)
+                grown[:end - len(new_tasks)] = self._buffer[:end - len(new_tasks)]
+                self._buffer = grown
+            self._buffer[end - len(new_tasks):end] = self.embedder.embed(new_tasks)
+            self._last = None
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """One row per task."""
+        return self._buffer[:len(self.tasks)]
+
+    def sync(self, store: "Store", namespace: str) -> bool:
+        """Catch up with the writes since the last sync; False when a rebuild is due instead."""
+        version = store.version(namespace)
+        if version == self.version:
+            return True
+        touched = store.changes_since(namespace, self.version)
+        live_rows = len(self.tasks) - self.empty
+        if touched is None or self.empty + len(touched) > max(1024, live_rows):
+            return False
+        fresh = []
+        for iid in touched:
+            item, j = store.get(iid, namespace), self.row.pop(iid, None)
+            if j is not None:
+                group = self.members[j]
+                if group.pop(iid) == self._first[j]:
+                    self._first[j] = min(group.values(), default=NO_ITEM)
+                self.empty += not group
+            if item is not None:
+                fresh.append(item)
+        self._join(store, namespace, fresh)
+        self.version = version
+        return True
 
     def similarities(self, vector: np.ndarray) -> np.ndarray:
         """Cosine of ``vector`` with every task (the last answer is kept: contrastive asks twice)."""
@@ -62,28 +132,30 @@ class TaskIndex:
         return self._last[1]
 
     def ranked(self, sims: np.ndarray, first: int):
-        """Task rows by decreasing similarity; sorts only the ``first`` best unless more are read."""
-        head = np.argpartition(-sims, first - 1)[:first] if len(sims) > first else np.arange(len(sims))
-        head = head[np.argsort(-sims[head], kind="stable")]
-        yield from head
+        """Task rows by decreasing similarity, ties by their first item's store position; sorts
+        only the ``first`` best (and rows tied with the last of them) unless more are read."""
+        keys = self._first[:len(sims)]
+        if len(sims) > first:
+            head = np.flatnonzero(sims >= np.partition(sims, len(sims) - first)[len(sims) - first])
+        else:
+            head = np.arange(len(sims))
+        yield from head[np.lexsort((keys[head], -sims[head]))]
         if len(head) < len(sims):
             rest = np.setdiff1d(np.arange(len(sims)), head, assume_unique=True)
-            yield from rest[np.argsort(-sims[rest], kind="stable")]
+            yield from rest[np.lexsort((keys[rest], -sims[rest]))]
 
 
 _INDEXES: "weakref.WeakKeyDictionary[Store, dict]" = weakref.WeakKeyDictionary()
 
 
 def task_index(store: "Store", namespace: str, embedder: "Embedder") -> TaskIndex:
-    """The cached `TaskIndex` of ``store``/``namespace``, rebuilt when the namespace version moves."""
+    """The `TaskIndex` of ``store``/``namespace``, brought up to date with the writes since it was
+    last read (rebuilt only when the store's journal cannot say what changed)."""
     per_store = _INDEXES.setdefault(store, {})
     key = (namespace, embedder.model_id)
-    version = store.version(namespace)
-    hit = per_store.get(key)
-    if hit is not None and hit[0] == version:
-        return hit[1]
-    index = TaskIndex(store.list(namespace), embedder, previous=hit[1] if hit else None)
-    per_store[key] = (version, index)
+    index = per_store.get(key)
+    if index is None or not index.sync(store, namespace):
+        index = per_store[key] = TaskIndex(store, namespace, embedder)
     return index
 
 
@@ -126,9 +198,9 @@ def best_cases(store: "Store", vector: np.ndarray, namespace: str, n: int, *, co
     task_sim = tasks.similarities(vector)
     found = 0
     for j in tasks.ranked(task_sim, n + 16):
-        for pos in tasks.members[j]:
-            it = tasks.items[pos]
-            if it.active and not exclude(it) and matches(it, where):
+        for iid in tasks.members[j]:
+            it = store.get(iid, namespace)
+            if it is not None and not exclude(it) and matches(it, where):
                 pool.setdefault(it.id, it)
                 found += 1
         if found >= n:

@@ -1,5 +1,6 @@
-"""BM25 lexical index over a store namespace: rank-bm25's BM25Okapi formula, scored with a sparse
-term-by-document weight matrix so a query costs a few sparse rows instead of a Python loop per item."""
+"""BM25 lexical index over a store namespace: rank-bm25's BM25Okapi formula over per-term postings
+that a write appends to (and a delete masks), weighted at query time, so a read after a write costs
+the new item's postings instead of a rebuild."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,6 @@ from collections import Counter
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from scipy import sparse
 
 if TYPE_CHECKING:
     from memarch.modules.stores.base import Store
@@ -28,150 +28,281 @@ def tokenize(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
-class Vocabulary:
-    """Term -> id, shared by successive indexes of a namespace so tokenised items can be reused."""
-
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-
-    def counts(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(term ids, term frequencies) of one document."""
-        c = Counter(tokens)
-        ids = np.fromiter((self.ids.setdefault(w, len(self.ids)) for w in c), dtype=np.int64, count=len(c))
-        return ids, np.fromiter(c.values(), dtype=np.float64, count=len(c))
-
-
 class BM25Index:
-    """BM25Okapi over a fixed corpus (same k1, b, epsilon and idf floor as ``rank_bm25``).
+    """BM25Okapi (rank-bm25's k1, b, epsilon and idf floor) over documents added and removed one
+    at a time.
+
+    Postings keep raw term frequencies; weights are computed at query time from the current
+    document count, lengths and document frequencies, so a write touches only its own postings
+    and scores equal those of an index built from scratch over the same live documents.
 
     Example::
 
         index = BM25Index([["red", "apple"], ["green", "pear"]])
         index.scores(["apple"])  # == rank_bm25.BM25Okapi(corpus).get_scores(["apple"])
+        slot = index.add(["red", "pear"]); index.remove(slot)
 
     Args:
-        corpus: tokenised documents.
+        corpus: tokenised documents (slots 0..n-1).
         k1, b, epsilon: BM25Okapi parameters; ``epsilon`` floors negative idfs at
             ``epsilon * mean(idf)`` as rank-bm25 does.
-        vocabulary, doc_counts: instead of ``corpus``: each document's (term ids, frequencies)
-            under ``vocabulary`` (see `Vocabulary.counts`), e.g. cached from a previous build.
     """
 
     def __init__(self, corpus: Sequence[Sequence[str]] | None = None, *, k1: float = 1.5, b: float = 0.75,
-                 epsilon: float = 0.25, vocabulary: Vocabulary | None = None,
-                 doc_counts: Sequence[tuple[np.ndarray, np.ndarray]] | None = None):
+                 epsilon: float = 0.25):
         self.k1, self.b, self.epsilon = k1, b, epsilon
-        self.vocabulary = vocabulary or Vocabulary()
-        if doc_counts is None:
-            doc_counts = [self.vocabulary.counts(doc) for doc in corpus or []]
-        self.vocab = self.vocabulary.ids
-        self.size = len(doc_counts)
-        n_terms = len(self.vocab)
-        lengths = np.fromiter((len(t) for t, _ in doc_counts), dtype=np.int64, count=self.size)
-        term = np.concatenate([t for t, _ in doc_counts]) if self.size else np.zeros(0, np.int64)
-        tf = np.concatenate([f for _, f in doc_counts]) if self.size else np.zeros(0)
-        doc = np.repeat(np.arange(self.size), lengths)
-        doc_len = np.bincount(doc, weights=tf, minlength=self.size)
-        df = np.bincount(term, minlength=n_terms).astype(np.float64)
-        self.idf = self._idf(df)
-        avgdl = float(doc_len.mean()) if self.size else 0.0
-        if avgdl > 0:
-            norm = self.k1 * (1 - self.b + self.b * doc_len[doc] / avgdl)
-            weight = self.idf[term] * tf * (self.k1 + 1) / (tf + norm)
-            # Rows are terms, so a query reads only the rows of its own terms.
-            self.matrix = sparse.csr_matrix((weight, (term, doc)), shape=(n_terms, self.size))
-        else:  # no document has a term: nothing can match
-            self.matrix = sparse.csr_matrix((n_terms, self.size))
+        self.vocab: dict[str, int] = {}
+        self._docs: list[np.ndarray] = []  # per term: slots holding it (a growable buffer)
+        self._tfs: list[np.ndarray] = []  # per term: its frequency in each of those slots
+        self._fill: list[int] = []  # per term: postings in use
+        self._df = np.zeros(0, np.int64)  # per term: live documents holding it
+        self._len = np.zeros(0, np.float64)  # per slot: document length (tokens)
+        self._key = np.zeros(0, np.int64)  # per slot: tie-break rank (the caller's order)
+        self._alive = np.zeros(0, bool)
+        self._terms: list[np.ndarray | None] = []  # per slot: its term ids, to undo a removal
+        self.size = 0  # live documents
+        self._total = 0  # tokens in live documents (an integer: order-free, so exact)
+        self._floor: tuple[int, float] | None = None  # (change count, idf floor)
+        self._changes = 0
+        self.add_many([list(doc) for doc in corpus or []])
 
-    def _idf(self, df: np.ndarray) -> np.ndarray:
-        idf = np.log(self.size - df + 0.5) - np.log(df + 0.5)
-        present = df > 0  # a shared vocabulary may hold terms of items since removed
-        if not present.any():
-            return np.zeros_like(df)
-        # fsum: the exact sum, independent of term order, so an index rebuilt incrementally (its
-        # vocabulary in another order) scores bit for bit like a fresh one over the same items.
-        floor = self.epsilon * math.fsum(idf[present].tolist()) / int(present.sum())
-        return np.where(idf < 0, floor, idf)
+    @property
+    def slots(self) -> int:
+        return len(self._terms)
+
+    def _counts(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        c = Counter(tokens)
+        vocab = self.vocab
+        ids = np.fromiter((vocab.setdefault(w, len(vocab)) for w in c), dtype=np.int64, count=len(c))
+        return ids, np.fromiter(c.values(), dtype=np.float64, count=len(c))
+
+    def _grow(self, slots: int) -> None:
+        n_terms = len(self.vocab)
+        if n_terms > len(self._df):
+            self._df = np.concatenate([self._df, np.zeros(max(n_terms, 2 * len(self._df)) - len(self._df), np.int64)])
+        if slots > len(self._len):
+            extra = max(slots, 2 * len(self._len)) - len(self._len)
+            self._len = np.concatenate([self._len, np.zeros(extra)])
+            self._key = np.concatenate([self._key, np.zeros(extra, np.int64)])
+            self._alive = np.concatenate([self._alive, np.zeros(extra, bool)])
+
+    def add_many(self, docs: Sequence[Sequence[str]], keys: Sequence[int] | None = None) -> list[int]:
+        """Append documents; their slots. ``keys``: their tie-break ranks (default: the slots),
+        so equal scores rank in the caller's order rather than in order of arrival."""
+        if not docs:
+            return []
+        first = self.slots
+        counts = [self._counts(doc) for doc in docs]
+        self._grow(first + len(docs))
+        lengths = np.fromiter((len(t) for t, _ in counts), dtype=np.int64, count=len(counts))
+        term = np.concatenate([t for t, _ in counts])
+        tf = np.concatenate([f for _, f in counts])
+        slot = np.repeat(np.arange(first, first + len(docs)), lengths)
+        if len(term):
+            order = np.argsort(term, kind="stable")  # slots stay ascending within a term
+            term, tf, slot = term[order], tf[order], slot[order]
+            starts = np.r_[0, np.flatnonzero(np.diff(term)) + 1]
+            ends = np.r_[starts[1:], len(term)]
+            for t, a, z in zip(term[starts].tolist(), starts.tolist(), ends.tolist()):
+                self._append_postings(t, slot[a:z], tf[a:z])
+            if len(docs) > 64:
+                self._df[:len(self.vocab)] += np.bincount(term, minlength=len(self.vocab))
+            else:  # a few documents: touch their terms only, not the whole vocabulary
+                np.add.at(self._df, term, 1)
+        doc_len = np.array([float(f.sum()) for _, f in counts])
+        self._len[first:first + len(docs)] = doc_len
+        self._alive[first:first + len(docs)] = True
+        self._key[first:first + len(docs)] = np.arange(first, first + len(docs)) if keys is None else keys
+        self._terms.extend(t for t, _ in counts)
+        self.size += len(docs)
+        self._total += int(doc_len.sum())
+        self._changes += 1
+        return list(range(first, first + len(docs)))
+
+    def _append_postings(self, t: int, slots: np.ndarray, tfs: np.ndarray) -> None:
+        if t == len(self._docs):  # a new term (ids come in order): these are its postings
+            self._docs.append(slots)
+            self._tfs.append(tfs)
+            self._fill.append(len(slots))
+            return
+        used, need = self._fill[t], self._fill[t] + len(slots)
+        if need > len(self._docs[t]):
+            cap = max(need, 2 * len(self._docs[t]))
+            self._docs[t] = np.concatenate([self._docs[t][:used], np.zeros(cap - used, np.int64)])
+            self._tfs[t] = np.concatenate([self._tfs[t][:used], np.zeros(cap - used)])
+        self._docs[t][used:need] = slots
+        self._tfs[t][used:need] = tfs
+        self._fill[t] = need
+
+    def add(self, tokens: Sequence[str]) -> int:
+        """Append one document; its slot."""
+        return self.add_many([tokens])[0]
+
+    def remove(self, slot: int) -> None:
+        """Retire a document: it stops counting and scoring (its postings stay, masked)."""
+        if not self._alive[slot]:
+            return
+        self._alive[slot] = False
+        self._df[self._terms[slot]] -= 1
+        self._terms[slot] = None
+        self.size -= 1
+        self._total -= int(self._len[slot])
+        self._changes += 1
+
+    def _idf_of(self, df: int) -> float:
+        return math.log(self.size - df + 0.5) - math.log(df + 0.5)
+
+    def _idf_floor(self) -> float:
+        """``epsilon`` x the mean idf of the terms some live document holds, summed exactly per
+        distinct document frequency: the same bits however the documents arrived."""
+        if self._floor is None or self._floor[0] != self._changes:
+            per_df = np.bincount(self._df[:len(self.vocab)])
+            held = np.flatnonzero(per_df)
+            total = math.fsum(int(per_df[d]) * self._idf_of(int(d)) for d in held.tolist() if d)
+            present = int(per_df[1:].sum())
+            self._floor = (self._changes, self.epsilon * total / present if present else 0.0)
+        return self._floor[1]
+
+    def _idf(self, term: int) -> float:
+        idf = self._idf_of(int(self._df[term]))
+        return self._idf_floor() if idf < 0 else idf
+
+    @property
+    def idf(self) -> np.ndarray:
+        """Idf per term id (terms no live document holds included)."""
+        return np.array([self._idf(t) for t in range(len(self.vocab))])
 
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
-        """BM25 score of every document; a repeated query term counts once per occurrence."""
-        # The vocabulary is shared with newer indexes: ids past this matrix are terms added since.
-        rows = self.matrix.shape[0]
-        counts = Counter(t for t in query_tokens if self.vocab.get(t, rows) < rows)
-        if not counts or self.size == 0:
-            return np.zeros(self.size)
-        ids = np.fromiter((self.vocab[t] for t in counts), dtype=np.int64, count=len(counts))
-        mult = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-        return np.asarray(self.matrix[ids].T @ mult).ravel()
+        """BM25 score per slot (0 for retired ones); a repeated query term counts once per occurrence."""
+        out = np.zeros(self.slots)
+        counts = Counter(t for t in query_tokens if t in self.vocab)
+        if not counts or self.size == 0 or self._total == 0:
+            return out
+        k1, b, avgdl = self.k1, self.b, self._total / self.size
+        for token, mult in counts.items():
+            t = self.vocab[token]
+            if not self._df[t]:
+                continue
+            used = self._fill[t]
+            docs, tf = self._docs[t][:used], self._tfs[t][:used]
+            norm = k1 * (1 - b + b * self._len[docs] / avgdl)
+            out[docs] += self._idf(t) * tf * (k1 + 1) / (tf + norm) * float(mult)
+        out[~self._alive[:self.slots]] = 0.0
+        return out
 
     def top(self, query_tokens: Sequence[str], n: int) -> list[tuple[int, float]]:
-        """Up to ``n`` (document index, score) pairs with a positive score, best first."""
+        """Up to ``n`` (slot, score) pairs with a positive score, best first, ties by key."""
         s = self.scores(query_tokens)
         hits = np.flatnonzero(s > 0)
-        if len(hits) > n:
-            hits = hits[np.argpartition(-s[hits], n - 1)[:n]]
-        hits = hits[np.argsort(-s[hits], kind="stable")]
+        if len(hits) > n:  # every hit scoring at least the n-th best, so ties at the cut are all in
+            cut = np.partition(s[hits], len(hits) - n)[len(hits) - n]
+            hits = hits[s[hits] >= cut]
+        hits = hits[np.lexsort((self._key[hits], -s[hits]))][:n]
         return [(int(i), float(s[i])) for i in hits]
 
 
 class LexicalIndex:
-    """A `BM25Index` over the active items of one store namespace, with the items it was built from.
+    """A `BM25Index` over the active items of one store namespace, kept up to date in place.
 
-    ``previous`` (the index of an older version of the namespace) lends its vocabulary and the
-    term counts of items whose text did not change, so a rebuild after a write tokenises only
-    the new items; when no text changed at all (a manager updated usage stats) its matrix is
-    kept as is.
+    `sync` replays the store's journal: a touched item whose text changed (or that left) retires
+    its slot, a new or changed one takes a fresh slot; an update that keeps the text (usage,
+    lineage) costs nothing. Ties rank in the store's insertion order, so results equal a rebuild's.
+
+    Example::
+
+        index = LexicalIndex(store, "alice")
+        store.add([item]); index.sync(store, "alice")   # False: rebuild instead
+        index.search("where does Caroline work", 10, keep=lambda it: it.kind == "fact")
+
+    Args:
+        store, namespace: whose active items are indexed.
+        bm25: `BM25Index` parameters (k1, b, epsilon).
     """
 
-    def __init__(self, items: list["MemoryItem"], *, previous: "LexicalIndex | None" = None, **bm25):
-        self.items = items
-        self.ids = [it.id for it in items]
-        self.texts = [it.text for it in items]
-        if previous is not None and not bm25 and previous.ids == self.ids and previous.texts == self.texts:
-            # Only usage stats or lineage changed: list comparisons in C, no per-item Python work.
-            self.vocabulary, self.doc_counts, self.bm25 = previous.vocabulary, previous.doc_counts, previous.bm25
-            self.live_terms = previous.live_terms
+    def __init__(self, store: "Store", namespace: str, **bm25):
+        items = store.list(namespace)
+        self.bm25 = BM25Index(**bm25)
+        self.ids: list[str] = []  # per slot
+        self.texts: list[str] = []  # per slot
+        self.slot_of: dict[str, int] = {}
+        self.version = store.version(namespace)
+        self._store = weakref.ref(store)
+        self.namespace = namespace
+        self._add(store, namespace, items)
+
+    def _add(self, store: "Store", namespace: str, items: list["MemoryItem"]) -> None:
+        if not items:
             return
-        reuse = previous is not None and len(previous.vocabulary.ids) <= 2 * previous.live_terms + 1000
-        self.vocabulary = previous.vocabulary if reuse else Vocabulary()
-        old = previous.doc_counts if reuse else {}
-        self.doc_counts: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
-        for it in items:
-            hit = old.get(it.id)
-            if hit is None or hit[0] != it.text:
-                hit = (it.text, *self.vocabulary.counts(tokenize(it.text)))
-            self.doc_counts[it.id] = hit
-        self.bm25 = BM25Index(vocabulary=self.vocabulary,
-                              doc_counts=[self.doc_counts[it.id][1:] for it in items], **bm25)
-        self.live_terms = int(np.count_nonzero(np.diff(self.bm25.matrix.indptr)))
+        # Ties rank in the store's insertion order, which replacing or reviving an item keeps.
+        slots = self.bm25.add_many([tokenize(it.text) for it in items],
+                                   keys=[store.position(it.id, namespace) for it in items])
+        self.ids.extend(it.id for it in items)
+        self.texts.extend(it.text for it in items)
+        for it, slot in zip(items, slots):
+            self.slot_of[it.id] = slot
+
+    def sync(self, store: "Store", namespace: str) -> bool:
+        """Catch up with the writes since the last sync; False when a rebuild is due instead."""
+        version = store.version(namespace)
+        if version == self.version:
+            return True
+        touched = store.changes_since(namespace, self.version)
+        retired = self.bm25.slots - self.bm25.size
+        if touched is None or retired + len(touched) > max(4096, self.bm25.size):
+            return False
+        fresh = []
+        for iid in touched:
+            item, slot = store.get(iid, namespace), self.slot_of.get(iid)
+            if slot is not None:
+                if item is not None and self.texts[slot] == item.text:
+                    continue
+                self.bm25.remove(slot)
+                del self.slot_of[iid]
+            if item is not None:
+                fresh.append(item)
+        self._add(store, namespace, fresh)
+        self.version = version
+        return True
+
+    @property
+    def items(self) -> list["MemoryItem"]:
+        """The indexed items, in insertion order."""
+        store = self._store()
+        slots = sorted(self.slot_of.values(), key=lambda j: self.bm25._key[j])
+        found = [] if store is None else [store.get(self.ids[j], self.namespace) for j in slots]
+        return [it for it in found if it is not None]
 
     def search(self, text: str, n: int, keep=None) -> list[tuple["MemoryItem", float]]:
         """Best ``n`` items for ``text`` among those ``keep`` accepts (all if None)."""
+        store = self._store()
+        if store is None:
+            return []
         tokens = tokenize(text)
         slack = 0 if keep is None else 8  # so that a few excluded items rarely force a second pass
         want = n
         while True:
             hits = self.bm25.top(tokens, want + slack)
-            out = [(self.items[i], s) for i, s in hits if keep is None or keep(self.items[i])]
+            out = []
+            for slot, score in hits:
+                item = store.get(self.ids[slot], self.namespace)
+                if item is not None and (keep is None or keep(item)):
+                    out.append((item, score))
             if len(out) >= n or len(hits) < want + slack:
                 return out[:n]
             want *= 4
 
 
-# Per store object: {namespace: (version, LexicalIndex)}; dies with the store.
+# Per store object: {namespace: LexicalIndex}; dies with the store.
 _INDEXES: "weakref.WeakKeyDictionary[Store, dict]" = weakref.WeakKeyDictionary()
 
 
 def lexical_index(store: "Store", namespace: str) -> LexicalIndex:
-    """The cached index of ``store``'s active items in ``namespace``, rebuilt (incrementally)
-    when ``store.version(namespace)`` moves."""
+    """The index of ``store``'s active items in ``namespace``, brought up to date with the writes
+    since it was last read (rebuilt only when the store's journal cannot say what changed)."""
     per_store = _INDEXES.setdefault(store, {})
-    version = store.version(namespace)
-    hit = per_store.get(namespace)
-    if hit is not None and hit[0] == version:
-        return hit[1]
-    index = LexicalIndex(store.list(namespace), previous=hit[1] if hit else None)
-    per_store[namespace] = (version, index)
+    index = per_store.get(namespace)
+    if index is None or not index.sync(store, namespace):
+        index = per_store[namespace] = LexicalIndex(store, namespace)
     return index
 
 

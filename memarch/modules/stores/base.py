@@ -12,6 +12,8 @@ import dspy
 import numpy as np
 
 from memarch.errors import DataError
+from memarch.modules.stores._dense_rows import DenseRows
+from memarch.modules.stores._journal import ChangeJournal
 from memarch.pipeline.files import atomic_write_json, read_json
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.resources import Resources
@@ -52,7 +54,10 @@ class Store(dspy.Module):
         self.config = dict(config)
         self._records: dict[str, dict[str, MemoryItem]] = {}
         self._versions: dict[str, int] = {}
-        self._dense_cache: dict[str, tuple[int, list[str], np.ndarray]] = {}
+        # namespace -> id -> insertion rank; kept when an item is replaced or tombstoned
+        self._positions: dict[str, dict[str, int]] = {}
+        self._journal = ChangeJournal()
+        self._dense_cache: dict[str, DenseRows] = {}
 
     # -- index hooks (override in subclasses) ----------------------------------------------------
     def _index_add(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray | None) -> None:
@@ -72,12 +77,25 @@ class Store(dspy.Module):
                 self._index_add(ns, active, None)
 
     # -- core API --------------------------------------------------------------------------------
-    def _bump(self, namespace: str) -> None:
+    def _bump(self, namespace: str, touched: list[str] | tuple[str, ...] = ()) -> None:
+        """A new version of ``namespace``; ``touched``: the items the write added, replaced,
+        updated or removed (none for a change no item cache depends on, like a graph edge)."""
         self._versions[namespace] = self._versions.get(namespace, 0) + 1
+        self._journal.record(namespace, self._versions[namespace], list(touched))
 
     def version(self, namespace: str = "default") -> int:
         """Changes whenever the namespace changes; retrievers key their caches on it."""
         return self._versions.get(namespace, 0)
+
+    def changes_since(self, namespace: str, version: int) -> list[str] | None:
+        """Ids of the items touched in ``namespace`` after ``version``, each once; None when that
+        is no longer known (a load, or too many writes since): the caller rebuilds its cache."""
+        return self._journal.since(namespace, version)
+
+    def position(self, item_id: str, namespace: str = "default") -> int:
+        """Insertion rank of ``item_id`` in ``namespace`` (the order of `list`); it survives
+        replacement and tombstoning, so indexes updated in place break ties as rebuilt ones do."""
+        return self._positions[namespace][item_id]
 
     def add(self, items: Iterable[MemoryItem], vectors: np.ndarray | None = None) -> list[str]:
         """Add items (an existing id is replaced). ``vectors``: precomputed embeddings, row per item."""
@@ -87,17 +105,20 @@ class Store(dspy.Module):
             by_ns.setdefault(it.namespace, []).append(i)
         for ns, idx in by_ns.items():
             recs = self._records.setdefault(ns, {})
+            positions = self._positions.setdefault(ns, {})
             batch = [items[i] for i in idx]
             replaced = [it.id for it in batch if it.id in recs and recs[it.id].active]
             if replaced:
                 self._index_remove(ns, replaced)
             for it in batch:
+                if it.id not in recs:
+                    positions[it.id] = len(positions)
                 recs[it.id] = it
             active_idx = [j for j, it in enumerate(batch) if it.active]
             vecs = None if vectors is None else np.asarray(vectors, dtype=np.float32)[idx][active_idx]
             if active_idx:
                 self._index_add(ns, [batch[j] for j in active_idx], vecs)
-            self._bump(ns)
+            self._bump(ns, [it.id for it in batch])
         return [it.id for it in items]
 
     def update(self, item: MemoryItem) -> None:
@@ -111,7 +132,7 @@ class Store(dspy.Module):
             self._index_remove(item.namespace, [item.id])
         if item.active:
             self._index_add(item.namespace, [item], None)
-        self._bump(item.namespace)
+        self._bump(item.namespace, [item.id])
 
     def delete(self, item_id: str, namespace: str = "default", *, reason: str = "deleted",
                actor: str = "store", at: str | None = None, status: str = "deleted",
@@ -125,7 +146,7 @@ class Store(dspy.Module):
             item.status = status
             item.log("superseded_by" if status == "superseded" else status, actor, reason, related, at)
             self._index_remove(namespace, [item_id])
-            self._bump(namespace)
+            self._bump(namespace, [item_id])
         return item
 
     def get(self, item_id: str, namespace: str = "default", *, include_deleted: bool = False) -> MemoryItem | None:
@@ -154,33 +175,28 @@ class Store(dspy.Module):
         """Embeddings of ``items`` (through the embedder's cache)."""
         return self.resources.embedder.embed([it.text for it in items])
 
-    def _dense_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
-        ver = self.version(namespace)
-        hit = self._dense_cache.get(namespace)
-        if hit is not None and hit[0] == ver:
-            return hit[1], hit[2]
-        items = self.list(namespace)
-        mat = self.vectors(items) if items else np.zeros((0, self.resources.embedder.dim), np.float32)
-        ids = [it.id for it in items]
-        self._dense_cache[namespace] = (ver, ids, mat)
-        return ids, mat
+    def _dense_rows(self, namespace: str) -> DenseRows:
+        """The vectors of the namespace's active items, brought up to date with the few items
+        written since the last search (rebuilt only when the journal cannot say which)."""
+        rows = self._dense_cache.get(namespace)
+        if rows is None or not rows.sync(self, namespace):
+            rows = self._dense_cache[namespace] = DenseRows.build(self, namespace)
+        return rows
 
     def search(self, vector: np.ndarray, k: int, namespace: str = "default", *,
                where: Where | None = None, exclude: Callable[[MemoryItem], bool] | None = None
                ) -> list[tuple[MemoryItem, float]]:
-        """Top-``k`` active items by cosine similarity (brute force here; FAISS in vector stores)."""
-        ids, mat = self._dense_matrix(namespace)
-        if not ids or k <= 0:
+        """Top-``k`` active items by cosine similarity, ties in insertion order (brute force
+        here; FAISS in vector stores)."""
+        if k <= 0 or not self._records.get(namespace):
             return []
-        scores = mat @ np.asarray(vector, dtype=np.float32)
-        order = np.argsort(-scores)
         recs = self._records[namespace]
         out = []
-        for j in order:
-            it = recs[ids[j]]
+        for iid, score in self._dense_rows(namespace).ranked(vector):
+            it = recs[iid]
             if (exclude is not None and exclude(it)) or not matches(it, where):
                 continue
-            out.append((it, float(scores[j])))
+            out.append((it, score))
             if len(out) >= k:
                 break
         return out
@@ -200,10 +216,14 @@ class Store(dspy.Module):
     def load_state(self, state: dict, directory: Path | None = None) -> None:
         if state.get("store") not in (None, self.name):
             raise DataError(f"saved store is {state.get('store')!r}, not {self.name!r}")
-        self._records = {}
+        before = set(self._records)
+        self._records, self._positions = {}, {}
         for ns, items in state.get("namespaces", {}).items():
             self._records[ns] = {d["id"]: MemoryItem.from_dict(d) for d in items}
+            self._positions[ns] = {iid: j for j, iid in enumerate(self._records[ns])}
+        for ns in before | set(self._records):  # a namespace the load dropped changes too
             self._bump(ns)
+            self._journal.reset(ns, self.version(ns))
         self._dense_cache.clear()
         self._load_extra(state.get("extra", {}), directory or Path("."))
 
