@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from memarch.modules.managers._budget import active_tokens, prune_lowest, replace_with
+from memarch.modules.managers._signatures import signature_index
 from memarch.modules.managers._conflicts import (
     keys_compatible, newer_or_equal, opposite_outcomes, same_key, signature,
 )
@@ -136,12 +137,14 @@ class FloorManager(Manager):
         pending: list[MemoryItem] = []
         pending_vecs: list[np.ndarray] = []
         rejected: list[MemoryItem] = []
-        sigs = {signature(it): it for it in store.list(ns)}
+        stored = signature_index(store, ns)  # the namespace's signatures, caught up, not re-hashed
+        sigs: dict[str, MemoryItem] = {}  # this batch's admitted items, which win over stored ones
         self.begin_run()
         for item, vec in zip(batch, vecs):
             if self._same_id(item, store, ns, pending):
                 continue
-            twin = sigs.get(signature(item))
+            sig = signature(item)
+            twin = sigs.get(sig) or stored.get(sig, store)
             if twin is not None and twin.active:
                 self._collapse(item, twin, store, "same text", 1.0)
                 rejected.append(item)
@@ -155,7 +158,7 @@ class FloorManager(Manager):
             item.log("admitted", self.actor, at=self.at(store, ns, item.event_time), tick=tick)
             pending.append(item)
             pending_vecs.append(vec)
-            sigs[signature(item)] = item
+            sigs[sig] = item
         # Tombstones (rejected now, or superseded later in the same batch) stay listable.
         rejected += [it for it in pending if not it.active]
         if rejected:
@@ -294,6 +297,8 @@ class FloorManager(Manager):
         now = self.tick(store, namespace)
         min_u = self.setting("min_utility", store, namespace)
         cap = self.setting("max_items", store, namespace)
+        if min_u is None and cap is None:  # nothing to audit: do not score the whole memory
+            return
         scored = [(self.utility(it, now), it) for it in store.list(namespace)]
         if min_u is not None:
             for u, it in scored:

@@ -1,0 +1,86 @@
+"""Exact-duplicate signatures of a namespace's active items, kept per store and caught up from the
+store's change journal (as the BM25 index is), so an insert no longer re-hashes the whole memory."""
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+from memarch.modules.managers._conflicts import signature
+
+if TYPE_CHECKING:
+    from memarch.modules.stores.base import Store
+    from memarch.pipeline.items import MemoryItem
+
+
+class SignatureIndex:
+    """``signature -> active item`` for one namespace, the latest inserted winning a tie (what
+    ``{signature(it): it for it in store.list(ns)}`` gives), updated from the ids each write touched.
+
+    Example::
+
+        index = signature_index(store, "alice")
+        twin = index.get(signature(new_item), store)   # an active item with the same text, or None
+
+    Args:
+        store: the store whose active items are indexed.
+        namespace: the namespace indexed.
+    """
+
+    def __init__(self, store: "Store", namespace: str):
+        self.namespace = namespace
+        self.version = store.version(namespace)
+        self._sig_of: dict[str, str] = {}
+        self._ids_of: dict[str, set[str]] = {}
+        for item in store.list(namespace):
+            self._put(item)
+
+    def _put(self, item: "MemoryItem") -> None:
+        sig = signature(item)
+        self._sig_of[item.id] = sig
+        self._ids_of.setdefault(sig, set()).add(item.id)
+
+    def _drop(self, item_id: str) -> None:
+        sig = self._sig_of.pop(item_id, None)
+        if sig is not None:
+            ids = self._ids_of[sig]
+            ids.discard(item_id)
+            if not ids:
+                del self._ids_of[sig]
+
+    def sync(self, store: "Store", namespace: str) -> bool:
+        """Catch up with the writes since ``self.version``; False when the journal cannot say
+        which items changed (the caller rebuilds)."""
+        version = store.version(namespace)
+        if version == self.version:
+            return True
+        touched = store.changes_since(namespace, self.version)
+        if touched is None:
+            return False
+        for item_id in touched:
+            self._drop(item_id)
+            item = store.get(item_id, namespace)  # None when no longer active
+            if item is not None:
+                self._put(item)
+        self.version = version
+        return True
+
+    def get(self, sig: str, store: "Store") -> "MemoryItem | None":
+        """The active item with signature ``sig`` (the latest inserted among equals), or None."""
+        ids = self._ids_of.get(sig)
+        if not ids:
+            return None
+        latest = max(ids, key=lambda i: store.position(i, self.namespace))
+        return store.get(latest, self.namespace)
+
+
+# Per store object: {namespace: SignatureIndex}; dies with the store.
+_INDEXES: "weakref.WeakKeyDictionary[Store, dict[str, SignatureIndex]]" = weakref.WeakKeyDictionary()
+
+
+def signature_index(store: "Store", namespace: str) -> SignatureIndex:
+    """The signature index of ``store``'s active items in ``namespace``, up to date."""
+    per_store = _INDEXES.setdefault(store, {})
+    index = per_store.get(namespace)
+    if index is None or not index.sync(store, namespace):
+        index = per_store[namespace] = SignatureIndex(store, namespace)
+    return index
