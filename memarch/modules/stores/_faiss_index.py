@@ -9,11 +9,14 @@ import os
 import faiss
 import numpy as np
 
+from memarch.pipeline.threads import limit_blas_threads
+
 logger = logging.getLogger(__name__)
 
 # Per-namespace indexes are small and searched one query at a time: OpenMP threads only contend
 # (measured: 58 ms vs 7 ms p95 at 100k on 2 busy cores). MEMARCH_FAISS_THREADS overrides.
 faiss.omp_set_num_threads(int(os.environ.get("MEMARCH_FAISS_THREADS", "1")))
+limit_blas_threads()  # FAISS ships its own OpenBLAS; same reason (memarch/pipeline/threads.py)
 
 INDEX_KINDS = ("flat", "ivf")
 

@@ -17,6 +17,9 @@ from memarch.modules.stores._journal import ChangeJournal
 from memarch.pipeline.files import atomic_write_json, read_json
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.resources import Resources
+from memarch.pipeline.threads import limit_blas_threads
+
+limit_blas_threads()  # dense search is one matvec per query: a second BLAS thread only contends
 
 STATE_FILE = "store.json"
 Where = dict[str, Any]
