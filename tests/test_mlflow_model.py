@@ -215,3 +215,13 @@ def test_compare_runs_are_named_tagged_and_carry_the_splits(store_uri, tmp_path)
     assert [r.info.run_name for r in parents] == ["random s0", "random s1"]
     assert [r.data.tags["memarch.seed"] for r in parents] == ["0", "1"]
     assert all(r.data.tags["memarch.benchmark"] == "generated" and len(r.inputs.dataset_inputs) == 3 for r in parents)
+
+
+@pytest.mark.parametrize("argv, wanted", [([], False), (["--lm", "local"], True),
+                                          (["--lm", "local", "--no-trace-lm"], False),
+                                          (["--lm", "local", "--trace-lm"], True)])
+def test_lm_calls_are_traced_by_default_whenever_an_lm_is_given(argv, wanted):
+    from memarch.cli import build_parser
+    from memarch.cli.compile import trace_lm_wanted
+
+    assert trace_lm_wanted(build_parser().parse_args(["compile", *argv])) is wanted

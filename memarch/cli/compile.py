@@ -54,9 +54,11 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--resume", action="store_true", help="continue the study (or join it as another worker)")
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI, help=f"MLflow store (default {DEFAULT_TRACKING_URI})")
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
-    p.add_argument("--trace-lm", action="store_true",
+    p.add_argument("--trace-lm", dest="trace_lm", action="store_const", const=True, default=None,
                    help="trace every DSPy module and LM call into MLflow (mlflow.dspy.autolog), linked to the "
-                        "trial's run; opt-in: a trace per call costs time and disk (docs/search.md)")
+                        "trial's run; the default whenever --lm is given and tracking is on (docs/search.md)")
+    p.add_argument("--no-trace-lm", dest="trace_lm", action="store_const", const=False,
+                   help="do not trace LM calls (a trace per call costs ~45 ms and disk)")
     p.add_argument("--out", default="mlruns/memarch", help="directory for the program JSON / table / PNG")
     try:
         from memarch.lm.arguments import add_lm_arguments
@@ -115,7 +117,7 @@ def check_numbers(args) -> None:
         raise MemarchError(f"--limit must be at least 1, got {args.limit}")
     if args.max_failures < 0:
         raise MemarchError(f"--max-failures must be 0 or more, got {args.max_failures}")
-    if getattr(args, "trace_lm", False) and (args.no_tracking or (getattr(args, "lm", "none") or "none") == "none"):
+    if getattr(args, "trace_lm", None) is True and (args.no_tracking or (getattr(args, "lm", "none") or "none") == "none"):
         raise MemarchError("--trace-lm traces LM calls into MLflow: it needs --lm and tracking (no --no-tracking)")
 
 
@@ -201,7 +203,13 @@ def tracker_for(args):
 
     uri = args.tracking_uri
     root = Path(uri[len("sqlite:///"):]).parent / "artifacts" if uri.startswith("sqlite:///") else DEFAULT_ARTIFACTS
-    return Tracker(uri, artifact_root=root, trace_lm=getattr(args, "trace_lm", False))
+    return Tracker(uri, artifact_root=root, trace_lm=trace_lm_wanted(args))
+
+
+def trace_lm_wanted(args) -> bool:
+    """``--trace-lm`` / ``--no-trace-lm`` when given, else whether an LM is in play."""
+    trace = getattr(args, "trace_lm", None)
+    return (getattr(args, "lm", None) or "none") != "none" if trace is None else bool(trace)
 
 
 def add_arguments(p) -> None:

@@ -1,6 +1,6 @@
 """DSPy calls traced into MLflow (``mlflow.dspy.autolog``), each trace linked to the run of the
-trial whose evaluation made it. Opt-in (``--trace-lm``): a trace per module and LM call is stored,
-which a study with thousands of LM calls per trial pays for in time and disk."""
+trial whose evaluation made it. On by default whenever the CLI is given an LM (``--no-trace-lm``
+turns it off): a trace per module and LM call is stored, which costs time and disk."""
 from __future__ import annotations
 
 import logging
