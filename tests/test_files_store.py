@@ -46,7 +46,7 @@ def test_kill_mid_write_leaves_no_torn_note(tmp_path, hash_resources):
         from memarch.pipeline.resources import Resources
         store = FilesStore(Resources(embedder=Embedder("hash")), root={str(root)!r})
         i = 0
-        while True:  # notes of ~2 MB rewritten in turn: a kill lands inside a write
+        while True:  # notes of ~2 MB rewritten in turn: the kill lands anywhere, often in a write
             store.upsert_note(f"room {{i % 4}}", f"visit {{i}}\\n" + "exit north: corridor\\n" * 100000, "ep")
             i += 1
             if i == 6:

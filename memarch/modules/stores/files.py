@@ -59,6 +59,7 @@ class FilesStore(Store):
             self.root = Path(tempfile.mkdtemp(prefix="memarch-files-"))
             weakref.finalize(self, shutil.rmtree, str(self.root), True)
         self.root.mkdir(parents=True, exist_ok=True)
+        self._rewriting: set[tuple[str, str]] = set()
         self.scaffold = {k.name: int(config.get(k.name, k.default)) for k in SCAFFOLD_KNOBS}
         found = check_directory(self.root)
         self.leftovers_removed = len(found["leftovers"])  # temp files of a write that was killed
@@ -72,6 +73,23 @@ class FilesStore(Store):
     def note_path(self, key: str, namespace: str = "default") -> Path:
         return self.directory(namespace) / (safe_name(key) + NOTE_SUFFIX)
 
+    def add(self, items, vectors: np.ndarray | None = None) -> list[str]:
+        items = list(items)
+        # A replaced note is overwritten by the atomic rename, never removed first: a kill between
+        # a removal and the write would lose the note.
+        self._rewriting = {(it.namespace, it.id) for it in items if it.active}
+        try:
+            return super().add(items, vectors)
+        finally:
+            self._rewriting = set()
+
+    def update(self, item: MemoryItem) -> None:
+        self._rewriting = {(item.namespace, item.id)} if item.active else set()
+        try:
+            super().update(item)
+        finally:
+            self._rewriting = set()
+
     def _index_add(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray | None) -> None:
         for it in items:
             meta = {"id": it.id, "kind": it.kind, "namespace": namespace, "outcome": it.outcome}
@@ -79,7 +97,8 @@ class FilesStore(Store):
 
     def _index_remove(self, namespace: str, item_ids: list[str]) -> None:
         for iid in item_ids:
-            self.note_path(iid, namespace).unlink(missing_ok=True)
+            if (namespace, iid) not in self._rewriting:
+                self.note_path(iid, namespace).unlink(missing_ok=True)
 
     # -- note actions -----------------------------------------------------------------------------
     def read_note(self, key: str, namespace: str = "default") -> str | None:
