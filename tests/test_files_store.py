@@ -97,14 +97,25 @@ def test_keys_are_sanitised_into_safe_file_names(store):
 
 
 def test_store_is_registered_for_experience_with_scaffold_knobs():
+    from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.registry import REGISTRY
     from memarch.pipeline.space import ArchitectureSpace
 
     assert "files" in REGISTRY.names("store", "experience")
     assert "files" not in REGISTRY.names("store", "conversation")
     assert {k.name for k in REGISTRY.get("store", "files").knobs} == {"upsert", "kv_schema", "search_before_write"}
+    # opt-in: the AutoMem menu (3720 tuples) leaves it out and says so; a note-taking benchmark's space has it
     space = ArchitectureSpace("experience", lm_available=False)
-    assert "files" in space.stores
+    assert "files" not in space.stores and space.left_out == ["store:files"]
+    assert space.is_valid(Architecture(("trajectory",), "files", "hybrid", "tool_manager"))
+    notes = ArchitectureSpace("experience", lm_available=False, opt_in=True)
+    assert "files" in notes.stores and notes.total() > space.total()
+    assert ArchitectureSpace("experience").total() == 3720
+    assert not notes.is_valid(Architecture(("trajectory",), "files", "hybrid", "tool_manager",
+                                           params={"store.upsert": 2}))
+    from memarch.benchmarks.textworld import TextWorldBenchmark
+
+    assert TextWorldBenchmark.opt_in_modules
 
 
 def test_session_actions_do_what_they_say(store):
@@ -227,3 +238,21 @@ def test_textworld_run_reports_the_skill(hash_resources):
     assert skill["writes"] > 0 and skill["reads"] > 0 and skill["searches"] == 0
     assert r.cost["memory_actions_per_step"] == pytest.approx(skill["memory_actions"] / skill["steps"], abs=1e-4)
     assert {"duplicate_writes", "empty_searches", "stuck_moves", "back_and_forth_moves"} <= set(r.cost)
+
+
+def test_program_on_files_store_saves_and_reloads(hash_resources, tmp_path):
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.episodes import Episode, Query, Step
+    from memarch.pipeline.program import MemoryProgram
+
+    arch = Architecture(("trajectory",), "files", "hybrid", "lightweight", params={"store.upsert": 0})
+    program = MemoryProgram(arch, resources=hash_resources, top_k=3)
+    for i, obj in enumerate(["apple", "tomato"]):
+        program.write(Episode(id=f"ep{i}", task=f"put a clean {obj} in the fridge", outcome="success",
+                              steps=[Step(id="s1", action=f"take {obj}", observation="ok"),
+                                     Step(id="s2", action="open fridge", observation="ok")]))
+    assert program.store.scaffold["upsert"] == 0 and program.store.check()["notes"]
+    r = program.read(Query("put a clean egg in the fridge"))
+    again = MemoryProgram.load(program.save(tmp_path / "p.json"), resources=hash_resources)
+    assert again.read(Query("put a clean egg in the fridge")).ids() == r.ids() and r.items
+    assert again.store.root != program.store.root and again.store.check()["notes"]

@@ -63,6 +63,7 @@ class TextWorldBenchmark(TaskBenchmark):
     name: ClassVar[str] = "textworld"
     family: ClassVar[str] = "experience"
     categories: ClassVar[tuple[str, ...]] = tuple(GAME_PARAMS)
+    opt_in_modules: ClassVar[bool] = True  # its agent takes note actions: the `files` store is searched
 
     def __init__(self, data: Any = None, *, games: tuple[str, ...] | str = ("twc", "cookingworld", "coin", "mapreader"),
                  tasks_per_game: int = 8, step_limit: int = 40, demonstrations: bool = True,

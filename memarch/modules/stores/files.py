@@ -29,7 +29,8 @@ SCAFFOLD_KNOBS = (
 )
 
 
-@register("store", "files", rank=6, families="experience", knobs=SCAFFOLD_KNOBS,
+# Opt-in: outside the AutoMem menu; searched where the benchmark's agent takes note actions.
+@register("store", "files", rank=6, families="experience", knobs=SCAFFOLD_KNOBS, opt_in=True,
           description="one Markdown note per key, a directory per namespace (BM25 + dense search)")
 class FilesStore(Store):
     """Items as Markdown notes on disk (``<root>/<namespace>/<key>.md``), each written atomically,
