@@ -13,6 +13,9 @@ from memarch.benchmarks.base import SPLITS, AgentTask, TaskBenchmark
 from memarch.errors import DataError, MemarchError
 from memarch.pipeline.agents import MemoryGuidedAgent, guides_from
 from memarch.pipeline.lm_agent import DSPyAgent
+from memarch.pipeline.memory_skill import NoteSession, move_counts
+from memarch.pipeline.note_policy import NotePolicy
+from memarch.pipeline.note_tools import NoteToolAgent
 from memarch.pipeline.episodes import Episode, Step
 from memarch.pipeline.retrieval import Retrieval
 
@@ -60,6 +63,7 @@ class TextWorldBenchmark(TaskBenchmark):
     name: ClassVar[str] = "textworld"
     family: ClassVar[str] = "experience"
     categories: ClassVar[tuple[str, ...]] = tuple(GAME_PARAMS)
+    opt_in_modules: ClassVar[bool] = True  # its agent takes note actions: the `files` store is searched
 
     def __init__(self, data: Any = None, *, games: tuple[str, ...] | str = ("twc", "cookingworld", "coin", "mapreader"),
                  tasks_per_game: int = 8, step_limit: int = 40, demonstrations: bool = True,
@@ -80,6 +84,7 @@ class TextWorldBenchmark(TaskBenchmark):
         self.explore = float(explore)
         self._env = None
         self._task_cache: dict[str, list[AgentTask]] = {}
+        self.note_store = None  # a `files` store: the agent takes memory actions on it (see use_note_store)
         self.split_name = "all"
         self.tasks = self._make_tasks("search")  # "all" plays the search fold
 
@@ -131,6 +136,11 @@ class TextWorldBenchmark(TaskBenchmark):
         collect, _ = self.phases()
         return [t.id for t in collect if t.metadata["game"] == task.metadata["game"]]
 
+    def use_note_store(self, store: Any) -> None:
+        """Let the agent keep notes in ``store`` (a `files` store; None: no notes): the LM-free
+        agent through `NotePolicy`, the DSPy agent through note tools. One namespace per episode."""
+        self.note_store = store if hasattr(store, "scaffold") else None
+
     # -- playing -------------------------------------------------------------------------------
     def attempt(self, task: AgentTask, context: str | None, retrieval: Retrieval | None = None) -> Episode:
         game, fold, s = task.metadata["game"], task.metadata["fold"], task.metadata["seed"]
@@ -139,7 +149,15 @@ class TextWorldBenchmark(TaskBenchmark):
         gold = list(self.env.getGoldActionSequence())
         demo = self.demonstrations and task.metadata.get("phase") == "collect"
         agent = MemoryGuidedAgent(explore=self.explore, seed=hash_seed(self.seed, task.id))
-        lm_agent = DSPyAgent(self.agent_lm, fallback=agent) if (self.agent_lm is not None and not demo) else None
+        notes = (NoteSession(self.note_store, f"{task.namespace}/notes/{task.id}")
+                 if self.note_store is not None and not demo else None)
+        lm_agent = None
+        if self.agent_lm is not None and not demo:
+            lm_agent = (NoteToolAgent(self.agent_lm, notes, fallback=agent) if notes is not None
+                        else DSPyAgent(self.agent_lm, fallback=agent))
+        policy = NotePolicy(notes) if notes is not None and lm_agent is None else None
+        if policy is not None:
+            policy.observe("", obs)
         guides = guides_from(retrieval)
         steps: list[Step] = []
         history: list[str] = []
@@ -152,8 +170,12 @@ class TextWorldBenchmark(TaskBenchmark):
             elif lm_agent is not None:
                 action, _ = lm_agent.act(task.text, obs, infos["validActions"], history, context or "", guides)
             else:
-                action, _ = agent.act(infos["validActions"], history, guides, observation=obs, task=task.text)
+                hints = policy.hints(infos["validActions"]) if policy is not None else None
+                action, _ = agent.act(infos["validActions"], history, guides, observation=obs, task=task.text,
+                                      hints=hints)
             obs, _reward, done, infos = self.env.step(action)
+            if policy is not None:
+                policy.observe(action, obs)
             history.append(action)
             steps.append(Step(id=f"s{i + 1}", action=action, observation=obs.strip()[:600]))
             score = float(infos.get("score", 0.0))
@@ -166,7 +188,9 @@ class TextWorldBenchmark(TaskBenchmark):
                                  "steps": len(steps), "gold_steps": len(gold), "demonstration": demo,
                                  # the trial's LM fallback counts read these (the agent lives per game)
                                  "agent_lm_requests": lm_agent.lm_requests if lm_agent else 0,
-                                 "agent_fallbacks": lm_agent.fallbacks if lm_agent else 0})
+                                 "agent_fallbacks": lm_agent.fallbacks if lm_agent else 0,
+                                 **({} if demo else move_counts(history, [st.observation for st in steps])),
+                                 **({"memory_skill": notes.report(len(steps))} if notes is not None else {})})
 
     def score(self, task: AgentTask, episode: Episode) -> float:
         """Success counts 1; otherwise the game's own normalised partial score (0..1), halved."""

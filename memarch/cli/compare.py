@@ -46,7 +46,8 @@ def compare_main(args, strategies: list[str], roles) -> int:
     resources = roles.resources(embedder=embedder) if roles else Resources(embedder=embedder)
     metric = build_metric(args, resources)
     lm = roles.task if roles else None
-    space = ArchitectureSpace(metric.family, lm_available=lm is not None)
+    space = ArchitectureSpace(metric.family, lm_available=lm is not None,
+                              opt_in=getattr(getattr(metric, "benchmark", None), "opt_in_modules", False))
     seeds = args.seeds or 3
     bar = Progress(args.budget * seeds * len(strategies), "compare")
     try:

@@ -265,7 +265,8 @@ def _compile(args, strategies: list[str], roles) -> int:
     resources = roles.resources(embedder=Embedder(args.embedder) if args.embedder else None) if roles \
         else Resources(embedder=Embedder(args.embedder) if args.embedder else None)
     metric = build_metric(args, resources)
-    space = ArchitectureSpace(metric.family, lm_available=lm is not None)
+    space = ArchitectureSpace(metric.family, lm_available=lm is not None,
+                              opt_in=getattr(getattr(metric, "benchmark", None), "opt_in_modules", False))
     student = get_preset(args.preset, space) if args.preset else space
     out = Path(args.out)
     print(objective_line(metric))

@@ -28,6 +28,8 @@ def run(args) -> int:
     print(f"usable without an LM: {d['valid_without_lm']} valid ({d['valid_triples_without_lm']} triples)")
     for key, why in d["excluded"].items():
         print(f"  excluded without an LM: {key} — {why}")
+    for key in d.get("opt_in_left_out", []):
+        print(f"  opt-in, searched only where the benchmark uses it (TextWorldExpress notes): {key}")
     for role, mods in d["modules"].items():
         print(f"{role}s:")
         for m in mods:

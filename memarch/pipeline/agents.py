@@ -232,9 +232,11 @@ class MemoryGuidedAgent:
         return w
 
     def act(self, admissible: Sequence[str], history: Sequence[str], guides: Sequence[Guide], *,
-            observation: str | None = None, task: str | None = None) -> tuple[str, dict[str, Any]]:
+            observation: str | None = None, task: str | None = None,
+            hints: dict[str, float] | None = None) -> tuple[str, dict[str, Any]]:
         """Pick one admissible action. ``observation`` (the text the last action produced) and
-        ``task`` (given once, or every step: recorded once) feed slot salience and re-ranking."""
+        ``task`` (given once, or every step: recorded once) feed slot salience and re-ranking;
+        ``hints`` are score adjustments per action from the agent's notes (`NotePolicy`)."""
         if not admissible:
             raise ValueError("no admissible action")
         if task and not any(a == "<task>" for a, _ in self._seen):
@@ -264,7 +266,8 @@ class MemoryGuidedAgent:
             if last is not None and times and (last, a) in pairs:
                 novelty -= 0.5  # this two-step sequence was already taken: a loop
             mention = self.follow_text if (times == 0 and a in mentioned) else 0.0
-            scored.append((g + mention + self.explore * novelty + 1e-3 * self._rng.random(), a, g, why))
+            note = (hints or {}).get(a, 0.0)
+            scored.append((g + mention + note + self.explore * novelty + 1e-3 * self._rng.random(), a, g, why))
         scored.sort(key=lambda t: -t[0])
         total, action, g, why = scored[0]
         return action, {"score": total, "guidance": g, "why": why}

@@ -18,6 +18,7 @@ from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.costs import lm_tokens, memory_costs, read_costs
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.fallbacks import read_counters, trial_delta
+from memarch.pipeline.memory_skill import skill_costs
 from memarch.pipeline.objectives import OBJECTIVES, check_objective, default_objective  # noqa: F401
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.question_scoring import ask
@@ -293,8 +294,16 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
     steps: list[float] = []
     agent = Counter()  # the DSPy agent's LM answers and fallbacks, reported by each episode it played
 
+    behaviour = Counter()  # memory actions and moves of the agent-played episodes (memory_skill.py)
+
     def count_agent(episode: Episode) -> None:
         agent.update({k: episode.metadata.get(f"agent_{k}", 0) for k in ("lm_requests", "fallbacks")})
+        behaviour.update({k: episode.metadata[k] for k in ("stuck_moves", "back_and_forth_moves")
+                          if k in episode.metadata})
+        behaviour.update(episode.metadata.get("memory_skill", {}))
+
+    if hasattr(bench, "use_note_store"):  # the agent keeps notes in a files store (memory as a skill)
+        bench.use_note_store(program.store if program is not None else None)
 
     with contextlib.ExitStack() as stack:
         traced = stack.enter_context(_TracedProgram(program, trace)) if program is not None else None
@@ -324,6 +333,7 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
     # The objective is the benchmark's task score (for TextWorldExpress: 1 for a success, else half
     # the game's partial score), a finer search signal than the success rate reported beside it.
     objective = mean(o.score for o in outcomes) if outcomes else 0.0
+    cost.update(skill_costs(behaviour))
     return TrialResult(
         architecture=None, benchmark=bench.name, split=bench.split_name, objective=objective,
         scores={"task_score": objective, "success_rate": mean(successes) if successes else 0.0,
@@ -331,6 +341,7 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
         per_category={c: mean(v) for c, v in sorted(by_cat.items())}, outcomes=outcomes, cost=cost,
         attribution={m: attribution.get(m, 0) for m in ("encode", "manage", "store", "retrieve")},
         metadata={"objective": "task_score", "protocol": f"collect_deploy:{bench.mode}",
-                  "success_threshold": threshold},
+                  "success_threshold": threshold,
+                  **({"memory_skill": dict(behaviour)} if behaviour else {})},
         lm_requests={"agent": agent["lm_requests"]} if agent["lm_requests"] else {},
         fallbacks={"agent": agent["fallbacks"]} if agent["lm_requests"] else {})

@@ -38,6 +38,9 @@ class ModuleSpec:
     description: str = ""
     order: int = 0
     knobs: tuple[Knob, ...] = ()  # numeric hyperparameters the full search space tunes
+    # Outside the AutoMem menu (its 3720 tuples): valid in an architecture, searched only in a space
+    # built with ``opt_in`` (a benchmark whose agent uses it, e.g. note taking on TextWorldExpress).
+    opt_in: bool = False
 
     def knob(self, name: str) -> Knob | None:
         return next((k for k in self.knobs if k.name == name), None)
@@ -49,7 +52,7 @@ class ModuleSpec:
             "needs_embeddings": self.needs_embeddings, "provides": sorted(self.provides),
             "requires_store": sorted(self.requires_store),
             "requires_retriever": sorted(self.requires_retriever), "description": self.description,
-            "knobs": [k.to_dict() for k in self.knobs],
+            "knobs": [k.to_dict() for k in self.knobs], "opt_in": self.opt_in,
         }
 
 
@@ -73,9 +76,11 @@ class Registry:
         description: str | None = None,
         rank: int | None = None,
         knobs: tuple[Knob, ...] = (),
+        opt_in: bool = False,
     ) -> Callable[[type], type]:
         """Register a module class. ``rank`` fixes its place in menus (default: registration order);
-        ``knobs`` are its numeric hyperparameters (see `Knob`)."""
+        ``knobs`` are its numeric hyperparameters (see `Knob`); ``opt_in`` keeps it out of the
+        search menus unless a space asks for opt-in modules."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; expected one of {ROLES}")
         fams = (families,) if isinstance(families, str) else tuple(families)
@@ -100,7 +105,7 @@ class Registry:
                 requires_retriever=frozenset(requires_retriever),
                 description=description or (doc[0] if doc else ""),
                 order=old.order if old else (rank if rank is not None else 1000 + self._counter),
-                knobs=tuple(knobs),
+                knobs=tuple(knobs), opt_in=opt_in,
             )
             self._specs[key] = spec
             cls.name = name

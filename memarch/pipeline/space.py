@@ -56,7 +56,7 @@ class ArchitectureSpace:
     """
 
     def __init__(self, family: str = "experience", *, lm_available: bool = True,
-                 registry: Registry = REGISTRY):
+                 registry: Registry = REGISTRY, opt_in: bool = False):
         if family not in FAMILIES:
             raise ArchitectureError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}",
                                     rule="known-names")
@@ -64,11 +64,15 @@ class ArchitectureSpace:
         self.lm_available = lm_available
         self.registry = registry
         self.excluded: dict[str, str] = {}
+        self.opt_in = opt_in
+        self.left_out: list[str] = []  # opt-in modules not searched here (still valid to evaluate)
         self._specs: dict[str, list[ModuleSpec]] = {}
         for role in ("encoder", "store", "retriever", "manager"):
             kept = []
             for spec in registry.specs(role, family):
-                if spec.needs_lm and not lm_available:
+                if spec.opt_in and not opt_in:
+                    self.left_out.append(f"{role}:{spec.name}")
+                elif spec.needs_lm and not lm_available:
                     self.excluded[f"{role}:{spec.name}"] = f"{role} {spec.name!r} needs an LM and none is configured"
                 else:
                     kept.append(spec)
@@ -244,14 +248,15 @@ class ArchitectureSpace:
 
     # -- description ------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        full = ArchitectureSpace(self.family, lm_available=True, registry=self.registry)
-        free = ArchitectureSpace(self.family, lm_available=False, registry=self.registry)
+        full = ArchitectureSpace(self.family, lm_available=True, registry=self.registry, opt_in=self.opt_in)
+        free = ArchitectureSpace(self.family, lm_available=False, registry=self.registry, opt_in=self.opt_in)
         return {
             "family": self.family,
             "total": full.total(),
             "valid": full.count_valid(),
             "valid_without_lm": free.count_valid(),
             "excluded": dict(free.excluded),
+            "opt_in_left_out": list(full.left_out),  # valid to evaluate, searched only with opt_in
             "rules": dict(RULES),
             "modules": {
                 role: [full.spec(role, n).capabilities() for n in getattr(full, attr)]

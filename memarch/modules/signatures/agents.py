@@ -15,3 +15,16 @@ class ChooseAction(dspy.Signature):
     admissible_actions: list[str] = dspy.InputField()
     reasoning: str = dspy.OutputField(desc="one short sentence")
     action: str = dspy.OutputField(desc="exactly one string from admissible_actions")
+
+
+class ChooseActionWithNotes(dspy.Signature):
+    """You play a text game to complete the task. You keep notes in a file-system memory through
+    tools (read, search, upsert or append, delete): check your notes before writing, write what
+    you will need later (rooms, exits, moves made), then reply with exactly one admissible action."""
+
+    task: str = dspy.InputField()
+    memory: str = dspy.InputField(desc="relevant memory retrieved for this task")
+    observation: str = dspy.InputField()
+    history: list[str] = dspy.InputField(desc="actions taken so far, oldest first")
+    admissible_actions: list[str] = dspy.InputField()
+    action: str = dspy.OutputField(desc="exactly one string from admissible_actions")
