@@ -44,3 +44,28 @@ def test_signature_index_rebuilds_when_the_journal_cannot_say(hash_resources):
     store._bump("default", ["x"])
     assert index.sync(store, "default") is False
     assert signature_index(store, "default").get(signature(store.list()[0]), store).text == "milk in the fridge"
+
+
+def test_curation_looks_only_at_items_written_since_and_still_finds_every_misleading_one(hash_resources):
+    from memarch.modules.managers.lightweight import LightweightManager
+
+    store = JsonStore(hash_resources)
+    manager = LightweightManager(hash_resources)
+    items = [MemoryItem(f"tip number {i}", "tip") for i in range(6)]
+    store.add(items)
+    manager.curate(store, "default")
+    manager.tick(store, "default")  # the logical clock's one-off scan, outside what is checked
+    assert store.count() == 6
+    seen: list[str] = []
+    original = store.list
+    store.list = lambda *a, **k: seen.append("full scan") or original(*a, **k)
+    bad = store.get(items[2].id)
+    bad.usage.helped_failure = manager.curate_failures
+    store.update(bad)
+    manager.curate(store, "default")
+    assert not seen, "caught up from the journal, no full scan"
+    assert store.get(items[2].id) is None and store.count() == 5
+    store._journal.reset("default", store.version("default") + 1)   # the journal cannot say: full scan
+    store._bump("default", ["x"])
+    manager.curate(store, "default")
+    assert seen == ["full scan"]

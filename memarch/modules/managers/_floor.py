@@ -4,6 +4,7 @@ success, penalise on failure; periodically — quality curation, utility audit, 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -85,6 +86,7 @@ class FloorManager(Manager):
         self._ticks: dict[str, int] = {}  # logical clock: episodes written per namespace
         self._family: str | None = config.get("family")
         self.failed_queries: dict[str, list[str]] = defaultdict(list)  # item id -> failed task texts
+        self._curated: dict[str, tuple[Any, int]] = {}  # namespace -> (store ref, version at the last curation)
 
     # -- clock, family, utility ------------------------------------------------------------------
     def tick(self, store: Store, namespace: str) -> int:
@@ -286,11 +288,18 @@ class FloorManager(Manager):
         self.audit(store, namespace)
 
     def curate(self, store: Store, namespace: str) -> None:
-        """Quality curation: an item that only ever accompanied failures is misleading."""
-        for item in store.list(namespace):
+        """Quality curation: an item that only ever accompanied failures is misleading. Usage only
+        changes through a store write, so only the items written since the last pass are looked at
+        (all of them when the store's journal cannot say which)."""
+        ref, seen = self._curated.get(namespace, (None, 0))
+        touched = store.changes_since(namespace, seen) if ref is not None and ref() is store else None
+        items = store.list(namespace) if touched is None else \
+            [it for it in (store.get(i, namespace) for i in touched) if it is not None]
+        for item in items:
             u = item.usage
             if u.helped_failure >= self.curate_failures and u.helped_success == 0:
                 self.tombstone(item, store, f"curated: retrieved for {u.helped_failure} failed tasks, no success")
+        self._curated[namespace] = (weakref.ref(store), store.version(namespace))
 
     def audit(self, store: Store, namespace: str) -> None:
         """Utility audit and size-capped prune, both as tombstones "pruned: low utility"."""
