@@ -104,8 +104,8 @@ class ArchiveSampler(GuidedSampler):
         self._ensure_no_memory(study)
         archive = Archive.from_study(study, history=history)
         probs = archive.probabilities(self.temperature)
-        parents = [archive.records[i] for i in sample_parents(self._rng, probs, self.k)]
-        self.parents_drawn += len(parents)
+        drawn = sample_parents(self._rng, probs, self.k)
+        self.parents_drawn += len(drawn)
         space = self.space.space
         obs = Observations.from_history(history, space.encoders)
         ledger = Ledger.from_history(history, self.planner.alpha)
@@ -114,7 +114,8 @@ class ArchiveSampler(GuidedSampler):
         taken = set(held)
         diag_fallbacks = self.planner.diagnoser.fallbacks
         proposer_errors, proposals, decisions = 0, [], []
-        for parent in parents:
+        for i in drawn:
+            parent = archive.records[i]
             diagnosis = diagnose(parent.result)
             gradient = self.planner.diagnoser(diagnosis, edit_menu(space, parent.architecture, obs, ledger,
                                                                    history.tried() | taken))
@@ -124,7 +125,7 @@ class ArchiveSampler(GuidedSampler):
             proposer_errors += int(getattr(self.planner.proposer, "last_error", None) is not None)
             decision = {"architecture": parent.architecture.key(), "trial": parent.number,
                         "objective": parent.objective, "visits": archive.visits.get(parent.architecture.key(), 0),
-                        "p": float(probs[archive.records.index(parent)]), "diagnosis": diagnosis.to_dict(),
+                        "p": float(probs[i]), "diagnosis": diagnosis.to_dict(),
                         "gradient": gradient.model_dump(), "child": None}
             if not made:
                 # The proposer restarts from every archive member when the parent has no untried
