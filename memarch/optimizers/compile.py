@@ -190,7 +190,8 @@ class MemarchOptimizer:
         started = time.perf_counter()
         space, start = self._space(student)
         sspace = self.search_space(space)
-        sampler = make_sampler(self.strategy_name, sspace, seed=self.seed, k=self.k, lm=self.lm, meta_lm=self.meta_lm)
+        sampler = make_sampler(self.strategy_name, sspace, seed=self.seed, k=self.k, lm=self.lm, meta_lm=self.meta_lm,
+                               no_memory=lambda: self.metric(None, trainset))  # only `archive` asks for it
         name = self.study_name or f"{space.family}-{self.strategy_name}-s{self.seed}"
         storage = make_storage(self.storage_url)
         self.study = study = open_study(name, storage, sampler, space=sspace.describe(), resume=self.resume,

@@ -117,7 +117,7 @@ class Replay:
         name, warm = parse_strategy(spec)
         warm = warm or self.warm_start
         ss = SearchSpace(self.space)
-        sampler = make_sampler(name, ss, seed=seed, k=self.k)
+        sampler = make_sampler(name, ss, seed=seed, k=self.k, no_memory=lambda: self.metric(None, "search"))
         study = open_study(f"{spec}-{seed}", make_storage(None), sampler, space=ss.describe())
         if warm == "presets":
             for arch in warm_start_architectures(self.space, seed, self.k)[:self.budget]:

@@ -43,8 +43,17 @@ def _guided(space: "SearchSpace", seed: int | None, *, k: int = 3, lm: Any = Non
     return GuidedSampler(space, k=k, seed=seed, meta_lm=meta_lm if meta_lm is not None else lm)
 
 
+def _archive(space: "SearchSpace", seed: int | None, *, k: int = 3, lm: Any = None, meta_lm: Any = None,
+             no_memory: Any = None, **_: Any) -> optuna.samplers.BaseSampler:
+    # ALMA's archive; no_memory: the no-memory objective (a number or a callable; see ArchiveSampler).
+    from memarch.optimizers.guided.archive_sampler import ArchiveSampler
+
+    return ArchiveSampler(space, k=k, seed=seed, meta_lm=meta_lm if meta_lm is not None else lm, no_memory=no_memory)
+
+
 STRATEGIES: dict[str, Callable[..., optuna.samplers.BaseSampler]] = {
     "guided": _guided,
+    "archive": _archive,
     "random": _random,
     "tpe": _tpe,
     "nsga2": _nsga2,

@@ -171,6 +171,7 @@ class Tracker:
 
         params = {"encode": "+".join(arch.encode), "store": arch.store, "retrieve": arch.retrieve,
                   "manage": arch.manage, "role": attrs.get("role", "") or "-", "edit": attrs.get("edit", "") or "-",
+                  "parent": attrs.get("parent", "") or "-",  # lineage: the architecture the edit was applied to
                   "objective_name": result.metadata.get("objective", "") or "-"}
         metrics = {"objective": result.objective, "latency_s": result.cost.get("latency_s", result.cost.get("wall_s", 0.0))}
         from memarch.optimizers.study_objectives import value_of
@@ -255,7 +256,8 @@ class _TrialLogger:
             arch = Architecture.from_dict(attrs[ARCH_ATTR])
             round_ = sampler.round_of(trial.number) if hasattr(sampler, "round_of") else None
             self.tracker.log_trial(trial.number, arch, expand(arch, attrs[RESULT_ATTR]),
-                                   {"role": proposal_attr(trial, "role"), "edit": proposal_attr(trial, "edit")},
+                                   {"role": proposal_attr(trial, "role"), "edit": proposal_attr(trial, "edit"),
+                                    "parent": proposal_attr(trial, "parent")},
                                    round_)
         elif trial.state == TrialState.PRUNED and "invalid" in attrs:
             self.counts["trials_invalid"] += 1

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from memarch.optimizers.history import History
     from memarch.optimizers.proposal import Proposal
     from memarch.optimizers.space import SearchSpace
+    from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.space import ArchitectureSpace
 
 logger = logging.getLogger(__name__)
@@ -74,13 +75,8 @@ class RoundPlanner:
             leader = history.best()  # the round edits the leader; the champion guards what is kept
         self.rounds += 1
         diagnosis = diagnose(leader.result)
-        tried, dead, inert = history.tried() | set(taken or ()), ledger.dead_ends(), ledger.inert_fields()
-        actions = {}
-        for field in ("encode", "store", "retrieve", "manage"):
-            for e in candidate_edits(space, leader.architecture, field, obs):
-                if e.architecture.key() not in tried and e.text not in dead and not e.fields & inert:
-                    actions[field] = e.text
-                    break
+        tried, inert = history.tried() | set(taken or ()), ledger.inert_fields()
+        actions = edit_menu(space, leader.architecture, obs, ledger, tried)
         gradient = self.diagnoser(diagnosis, actions)
         move, numeric = None, []
         if search_space is not None and search_space.mode == "full":
@@ -108,3 +104,17 @@ class RoundPlanner:
 
     def artifacts(self) -> dict[str, Any]:
         return dict(self._last)
+
+
+def edit_menu(space: "ArchitectureSpace", arch: "Architecture", obs: Observations, ledger: Ledger,
+              tried: set[str]) -> dict[str, str]:
+    """What the diagnoser may recommend for ``arch``: per module, the best-supported edit that is
+    untried, not a dead end and touches no inert module."""
+    dead, inert = ledger.dead_ends(), ledger.inert_fields()
+    actions: dict[str, str] = {}
+    for field in ("encode", "store", "retrieve", "manage"):
+        for e in candidate_edits(space, arch, field, obs):
+            if e.architecture.key() not in tried and e.text not in dead and not e.fields & inert:
+                actions[field] = e.text
+                break
+    return actions
