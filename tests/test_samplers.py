@@ -119,3 +119,15 @@ def test_cli_refuses_cmaes_in_one_line(land, capsys, tmp_path):
     assert main(["compare", "--benchmark", "generated", "--strategies", "cmaes", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "CMA-ES models only float/int parameters" in err
+
+
+def test_compare_puts_the_baselines_in_its_table_and_curves(space, tmp_path):
+    from memarch.optimizers.compare import compare
+
+    cmp = compare(SyntheticMetric(n_queries=20), space, ["tpe-multivariate", "qmc"], seeds=2, budget=6)
+    lines = cmp.table().splitlines()
+    rows = [ln for ln in lines if ln.startswith(("tpe-multivariate ", "qmc ")) and ln.split()[1] == "2"]
+    assert len(rows) == 2 and len(cmp.runs["qmc"]) == 2
+    head = next(ln for ln in lines if ln.startswith("strategy"))
+    assert all(len(r) <= len(head) + 30 for r in rows)  # the long name widens the column, not the row
+    assert cmp.plot(tmp_path / "c.png").stat().st_size > 1000
