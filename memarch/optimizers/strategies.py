@@ -34,8 +34,9 @@ def _nsga2(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.
 
 
 def _tpe_multivariate(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
-    # A stronger TPE: a joint Parzen estimator over the parameters (store x retriever interactions),
-    # and group=True splits the conditional knobs of --space full into groups it can model jointly.
+    # Optuna 5's default TPE is already multivariate with one objective (so in the categorical space
+    # this draws what `tpe` draws); forcing it makes several objectives joint too, and group=True
+    # models each group of conditional knobs (--space full) jointly.
     return optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, group=True)
 
 
