@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-HELP = "compare search strategies (guided, random, tpe, nsga2) at equal budgets over seeds: table + PNG"
+HELP = "compare search strategies (guided, random, tpe, nsga2, gp, qmc, ...) at equal budgets over seeds: table + PNG"
 
 
 def add_arguments(p) -> None:

@@ -26,7 +26,7 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
                    help="benchmark knob, e.g. --knob conversations=3 (generated)")
     p.add_argument("--budget", type=int, default=default_budget, help=f"evaluated trials (default {default_budget})")
     p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
-    p.add_argument("--strategies", default=None, help="comma-separated: guided,random,tpe,nsga2,bruteforce")
+    p.add_argument("--strategies", default=None, help="comma-separated: guided,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc")
     p.add_argument("--space", choices=("categorical", "full"), default="categorical",
                    help="categorical: the method's module choices (default); full: plus each chosen module's "
                         "numeric knobs (top_k, fusion weights, chunk window, ...) as conditional parameters")
@@ -78,10 +78,12 @@ def space_line(space, mode: str) -> str:
 
 
 def parse_strategies(text: str | None, default: list[str]) -> list[str]:
-    from memarch.optimizers.strategies import STRATEGIES
+    from memarch.optimizers.strategies import STRATEGIES, UNSUPPORTED, check_strategy
 
     names = [s.strip() for s in text.split(",") if s.strip()] if text else default
     bad = [n for n in names if n not in STRATEGIES]
+    if len(bad) == 1 and bad[0] in UNSUPPORTED:
+        check_strategy(bad[0])  # one line naming why that Optuna sampler does not fit
     if bad or not names:
         raise MemarchError(f"unknown strategy {', '.join(bad) or '(none)'}; expected some of {', '.join(STRATEGIES)}")
     return names

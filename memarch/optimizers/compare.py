@@ -89,14 +89,15 @@ class Comparison:
         return max(self.rows(), key=lambda r: (r["validation_median"], -r["trials_to_target"]))["strategy"]
 
     def table(self) -> str:
-        head = (f"{'strategy':<11}{'seeds':>6}{'best search':>13}{'trials to target':>18}{'reached':>9}"
+        w = max([11] + [len(r["strategy"]) + 1 for r in self.rows()])  # tpe-multivariate fits
+        head = (f"{'strategy':<{w}}{'seeds':>6}{'best search':>13}{'trials to target':>18}{'reached':>9}"
                 f"{'validation':>12}{'test (median [min-max])':>28}{'tokens':>10}")
         lines = [f"objective: {self.objective or '?'}; budget {self.budget} distinct architectures per run "
                  f"(warm start: {self.warm_start}, the same round 0 for every strategy of a seed); "
                  f"target = {self.target:.4f} (search objective); trials to target: median, budget+1 when "
                  f"not reached; picks chosen on validation", head, "-" * len(head)]
         for r in self.rows():
-            lines.append(f"{r['strategy']:<11}{r['seeds']:>6}{r['best_search']:>13.4f}{r['trials_to_target']:>18g}"
+            lines.append(f"{r['strategy']:<{w}}{r['seeds']:>6}{r['best_search']:>13.4f}{r['trials_to_target']:>18g}"
                          f"{r['reached']:>9}{r['validation_median']:>12.4f}{r['test_median']:>11.4f} "
                          f"[{r['test_min']:.4f}-{r['test_max']:.4f}]{r['tokens']:>10.0f}")
         if self.baselines:

@@ -15,7 +15,7 @@ from memarch.optimizers.compile import choose_on_validation
 from memarch.optimizers.presets import warm_start_architectures
 from memarch.optimizers.search import Search, StudyStopped
 from memarch.optimizers.space import SearchSpace
-from memarch.optimizers.strategies import STRATEGIES, make_sampler
+from memarch.optimizers.strategies import check_strategy, make_sampler
 from memarch.optimizers.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace, Violation
 
@@ -31,10 +31,7 @@ def parse_strategy(spec: str) -> tuple[str, str | None]:
     """``"guided"`` -> ("guided", None: the replay's warm start); ``"guided@none"`` -> a strategy
     with its own warm start (the bench's cold-start guided)."""
     name, _, warm = spec.partition("@")
-    if name not in STRATEGIES:
-        from memarch.errors import MemarchError
-
-        raise MemarchError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    check_strategy(name)
     if warm and warm not in WARM_STARTS:
         from memarch.errors import MemarchError
 

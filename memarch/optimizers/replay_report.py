@@ -139,11 +139,12 @@ class ReplayReport:
                          f"{g['best_preset']} {g['best_preset_test']:.4f} {g['best_preset_key']}; gap "
                          f"{g['gap']:+.4f} [{g['gap_low']:+.4f}, {g['gap_high']:+.4f}] over {g['questions']} test "
                          f"questions; noise (1.96 SE) {g['noise']:.4f}: {verdict}")
-        head = (f"{'strategy':<14}{'pick test':>24}{'captured gain':>24}{'rank pct':>22}"
+        w = max([14] + [len(r["strategy"]) + 2 for r in self.rows()])  # tpe-multivariate@none fits
+        head = (f"{'strategy':<{w}}{'pick test':>24}{'captured gain':>24}{'rank pct':>22}"
                 f"{'trials to top':>22}{'top<=budget':>12}")
         lines += [head, "-" * len(head)]
         for r in self.rows():
-            lines.append(f"{r['strategy']:<14}{_ci(r['pick_test'], 4):>24}{_ci(r['captured_gain'], 2):>24}"
+            lines.append(f"{r['strategy']:<{w}}{_ci(r['pick_test'], 4):>24}{_ci(r['captured_gain'], 2):>24}"
                          f"{_ci(r['rank_percentile'], 1):>22}{_ci(r['trials_to_top'], 0):>22}"
                          f"{r['top_within_budget']:>12.0%}")
         for s, (m, lo, hi) in self.ratios().items():

@@ -1,6 +1,8 @@
 """The strategies by name. Every strategy is an Optuna sampler (the one contract they all honour):
-``random``, ``tpe`` and ``nsga2`` are Optuna's, ``bruteforce`` enumerates the valid space, ``guided`` is
-AutoMem's `GuidedSampler`. The registry is what `compile`, `compare` and `landscape replay` offer."""
+``random``, ``tpe``, ``tpe-multivariate``, ``nsga2``, ``nsga3``, ``gp`` and ``qmc`` are Optuna's,
+``bruteforce`` enumerates the valid space, ``guided`` is AutoMem's `GuidedSampler`. The registry is
+what `compile`, `compare` and `landscape replay` offer; `UNSUPPORTED` names Optuna samplers that do not
+fit this space and why (docs/search.md, "Optuna's samplers as baselines")."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
@@ -10,6 +12,7 @@ import optuna
 from memarch.errors import MemarchError
 
 NSGA2_POPULATION = 10
+NSGA3_POPULATION = NSGA2_POPULATION
 
 if TYPE_CHECKING:
     from memarch.optimizers.space import SearchSpace
@@ -28,6 +31,35 @@ def _nsga2(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.
     # Generations of 10: budgets here are 20-40 distinct architectures, and Optuna's default of 50
     # would leave NSGA-II drawing its random first generation for the whole budget.
     return optuna.samplers.NSGAIISampler(seed=seed, population_size=NSGA2_POPULATION)
+
+
+def _tpe_multivariate(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+    # Optuna 5's default TPE is already multivariate with one objective (so in the categorical space
+    # this draws what `tpe` draws); forcing it makes several objectives joint too, and group=True
+    # models each group of conditional knobs (--space full) jointly.
+    return optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, group=True)
+
+
+def _nsga3(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+    # Generations of 10 like nsga2, for the same reason.
+    return optuna.samplers.NSGAIIISampler(seed=seed, population_size=NSGA3_POPULATION)
+
+
+def _gp(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+    # GP-BO: categorical parameters get a Hamming-distance kernel term, several objectives use
+    # EHVI. Its search space is the intersection over trials, so the conditional knobs of --space
+    # full come from its random fallback (the warning per draw is off; docs/search.md says so).
+    from memarch.optimizers.gp_sampler import GPBaseline
+
+    return GPBaseline(seed=seed, warn_independent_sampling=False)
+
+
+def _qmc(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+    # Scrambled Sobol: without scrambling every seed would draw the same sequence. Optuna 5 maps each
+    # categorical to one QMC coordinate (a space-filling design, not random draws); the space is the
+    # first trial's, so knobs of other modules (--space full) come from its random fallback.
+    return optuna.samplers.QMCSampler(qmc_type="sobol", scramble=True, seed=seed if seed is not None else 0,
+                                      warn_independent_sampling=False)
 
 
 def _bruteforce(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
@@ -58,7 +90,32 @@ STRATEGIES: dict[str, Callable[..., optuna.samplers.BaseSampler]] = {
     "tpe": _tpe,
     "nsga2": _nsga2,
     "bruteforce": _bruteforce,
+    "tpe-multivariate": _tpe_multivariate,
+    "nsga3": _nsga3,
+    "gp": _gp,
+    "qmc": _qmc,
 }
+
+# Optuna samplers that do not fit this space, and why (one line each; `check_strategy` prints it).
+UNSUPPORTED: dict[str, str] = {
+    "cmaes": "CMA-ES models only float/int parameters: every categorical module choice would come from its "
+             "random fallback (it is random search under another name), it refuses several objectives, "
+             "and it needs the `cmaes` package, which is not installed",
+    "grid": "GridSampler needs every parameter's values listed up front and cannot express conditional "
+            "knobs; `bruteforce` enumerates the valid categorical space instead",
+    "autosampler": "OptunaHub's AutoSampler is downloaded from the OptunaHub GitHub registry at run time "
+                   "(optunahub.load_module), not a package; there is no network here",
+}
+
+
+def check_strategy(name: str) -> str:
+    """``name`` if it is a strategy; else `MemarchError` with one line: why an Optuna sampler that does
+    not fit is refused, or the strategies on offer."""
+    if name in STRATEGIES:
+        return name
+    if name in UNSUPPORTED:
+        raise MemarchError(f"strategy {name!r} is not offered: {UNSUPPORTED[name]}")
+    raise MemarchError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
 
 
 def make_sampler(name: str, space: "SearchSpace", seed: int | None = 0, **kwargs: Any) -> optuna.samplers.BaseSampler:
@@ -69,8 +126,4 @@ def make_sampler(name: str, space: "SearchSpace", seed: int | None = 0, **kwargs
         sampler = make_sampler("tpe", SearchSpace.for_family("conversation"), seed=0)
         study = optuna.create_study(direction="maximize", sampler=sampler)
     """
-    try:
-        factory = STRATEGIES[name]
-    except KeyError:
-        raise MemarchError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}") from None
-    return factory(space, seed, **kwargs)
+    return STRATEGIES[check_strategy(name)](space, seed, **kwargs)
