@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from memarch.benchmarks.base import Benchmark, Dialogue, Question
+from memarch.benchmarks.base import Benchmark, Dialogue, Question, data_root
 from memarch.errors import DataError
 from memarch.pipeline.episodes import Episode, Turn
 
@@ -30,13 +30,7 @@ def task_files(directory: Path, part: str) -> dict[int, Path]:
 def resolve_dir(data: str | os.PathLike | None) -> Path:
     """The directory of ``qaN_*_{train,test}.txt`` files: ``data`` itself, ``data/en`` or
     ``data/babi/en`` (default ``$MEMARCH_DATA_DIR``)."""
-    if data is None:
-        root = os.environ.get("MEMARCH_DATA_DIR")
-        if not root:
-            raise DataError("babi: no data path given (pass --data PATH to the bAbI directory or set "
-                            "MEMARCH_DATA_DIR)")
-        data = root
-    base = Path(data)
+    base = data_root(data, "babi", "--data PATH to the bAbI directory")
     for d in (base, base / "en", base / "babi" / "en"):
         if d.is_dir() and any(d.glob("qa*_*.txt")):
             return d

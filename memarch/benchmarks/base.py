@@ -10,10 +10,12 @@ well)."""
 from __future__ import annotations
 
 import hashlib
+import os
+from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from memarch.errors import MemarchError
+from memarch.errors import DataError, MemarchError
 from memarch.pipeline.episodes import Episode
 
 SPLITS = ("search", "validation", "test")
@@ -59,6 +61,17 @@ class Dialogue:
     @property
     def turn_count(self) -> int:
         return sum(len(s.turns) for s in self.sessions)
+
+
+def data_root(data: "str | os.PathLike | None", dataset: str, what: str) -> Path:
+    """``data`` as a path, else ``$MEMARCH_DATA_DIR``; one `DataError` line naming ``what`` to pass
+    (e.g. ``"--data PATH to the bAbI directory"``) when neither is given."""
+    if data is None:
+        root = os.environ.get("MEMARCH_DATA_DIR")
+        if not root:
+            raise DataError(f"{dataset}: no data path given (pass {what} or set MEMARCH_DATA_DIR)")
+        data = root
+    return Path(data)
 
 
 def _hash01(seed: int, key: str) -> float:

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memarch.benchmarks.base import Benchmark, Dialogue, Question
+from memarch.benchmarks.base import Benchmark, Dialogue, Question, data_root
 from memarch.errors import DataError
 from memarch.pipeline.episodes import Episode, Turn
 from memarch.pipeline.files import read_json
@@ -67,13 +67,7 @@ def resolve_path(data: str | os.PathLike | None, variant: str = "s") -> Path:
     ``$MEMARCH_DATA_DIR/longmemeval``."""
     if variant not in VARIANTS:
         raise DataError(f"longmemeval: variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
-    if data is None:
-        root = os.environ.get("MEMARCH_DATA_DIR")
-        if not root:
-            raise DataError("longmemeval: no data path given (pass --data PATH to longmemeval_s.json or "
-                            "its directory, or set MEMARCH_DATA_DIR)")
-        data = root
-    path = Path(data)
+    path = data_root(data, "longmemeval", "--data PATH to longmemeval_s.json or its directory")
     if not path.is_dir():
         return path
     names = (f"longmemeval_{variant}.json", f"longmemeval_{variant}_cleaned.json")
