@@ -38,6 +38,7 @@ def arch(name: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default=None, help="ignored (TextWorldExpress generates its games)")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--splits", default="validation,test")
     p.add_argument("--tasks-per-game", type=int, default=16)

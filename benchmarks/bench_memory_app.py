@@ -94,7 +94,7 @@ def model_embed_ms(n: int = 50) -> float | None:
         return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--stores", default="json,vector,hybrid,graph")
@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fill-batch", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-model", action="store_true", help="skip timing the real embedding model")
+    ap.add_argument("--data", default=None, help="ignored (make bench passes it to every benchmark)")
     args = ap.parse_args(argv)
     rows = []
     print(f"{'items':>7} {'store':<7} {'manager':<12} {'fill/s':>8} {'add p50/p95':>14} "
@@ -123,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         ms = model_embed_ms()
         if ms is not None:
             print(f"the bundled embedding model adds {ms:.1f} ms p50 per message embedded (add and search each embed once)")
-    return 0
+    return rows
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -293,3 +293,18 @@ def test_threads_sharing_a_handle_or_holding_their_own_lose_nothing(program_file
     assert {r.text.split(": ", 1)[1] for r in shared.get_all(user_id="ana")} == {
         f"thread{k} wrote line{k}x{i}" for k in range(3) for i in range(10)}
     assert shared.count(user_id="ana") == handles[2].count(user_id="ana") == 30
+
+
+def test_the_app_benchmark_runs_and_prints_its_table(capsys):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_memory_app.py"
+    spec = importlib.util.spec_from_file_location("bench_memory_app", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.main(["--sizes", "60", "--stores", "json,hybrid", "--turns", "3", "--fill-batch", "30",
+                       "--no-model", "--data", "ignored"])
+    out = capsys.readouterr().out
+    assert [r["store"] for r in rows] == ["json", "hybrid"] and all(r["size"] >= 60 for r in rows)
+    assert all(r["pair"][1] >= r["pair"][0] > 0 for r in rows)
+    assert "add+search p50/p95" in out and "add -> search p95 < 20 ms at" in out
