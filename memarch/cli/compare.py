@@ -16,6 +16,9 @@ def add_arguments(p) -> None:
     p.add_argument("--target", type=float, default=None,
                    help="search objective to reach (default: 99%% of the best any run found)")
     p.add_argument("--no-baselines", action="store_true", help="skip the presets and the no-memory baseline")
+    p.add_argument("--landscape", default=None, metavar="FILE",
+                   help="a landscape .npz of the same benchmark: also score every run against it (trials to a "
+                        "top-1%% architecture, captured gain, rank; CIs over seeds)")
 
 
 def run(args) -> int:
@@ -48,6 +51,14 @@ def compare_main(args, strategies: list[str], roles) -> int:
     lm = roles.task if roles else None
     space = ArchitectureSpace(metric.family, lm_available=lm is not None,
                               opt_in=getattr(getattr(metric, "benchmark", None), "opt_in_modules", False))
+    landscape = None
+    if args.landscape:
+        from memarch.benchmarks.landscape import Landscape
+        from memarch.optimizers.compare_oracle import check_landscape
+
+        landscape = Landscape.load(args.landscape)  # a bad file fails here, before any trial runs
+        check_landscape(landscape, args.benchmark, metric.family, metric.kwargs.get("objective")
+                        or landscape.default_objective)
     seeds = args.seeds or 3
     bar = Progress(args.budget * seeds * len(strategies), "compare")
     try:
@@ -66,13 +77,21 @@ def compare_main(args, strategies: list[str], roles) -> int:
     fronts = cmp.fronts()
     budget = f"{metric.memory_budget.describe()}\n" if metric.memory_budget is not None else ""
     table = objective_line(metric) + "\n" + space_line(space, args.space) + "\n" + budget + cmp.table()
+    oracle = None
+    if landscape is not None:
+        from memarch.optimizers.compare_oracle import OracleView, check_landscape
+
+        check_landscape(landscape, args.benchmark, metric.family, cmp.objective)
+        oracle = OracleView(landscape, cmp.runs, budget=args.budget, objective=cmp.objective)
+        table += "\n" + "\n".join(oracle.lines())
     (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
     (out / f"compare-{args.benchmark}.json").write_text(json.dumps(
         {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,
          "winner": cmp.winner(), "objective": cmp.objective, "space": args.space, "failed_baselines": cmp.failed_baselines,
          "runs": {s: [r.to_dict() for r in reps] for s, reps in cmp.runs.items()},
          "evaluations": getattr(metric, "evaluations", None),
-         "fronts": fronts.to_dict() if fronts is not None else None}, indent=1, default=str))
+         "fronts": fronts.to_dict() if fronts is not None else None,
+         "landscape": oracle.to_dict() if oracle is not None else None}, indent=1, default=str))
     print(table)
     print(f"curves: {png}")
     if fronts_png is not None:
