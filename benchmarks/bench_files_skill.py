@@ -11,10 +11,13 @@ Nothing is tuned here: the note policy is fixed (memarch/pipeline/note_policy.py
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_textworld import setup  # noqa: E402
 
 BASE = {"schema_version": "1", "encode": ["trajectory"], "store": "files", "retrieve": "hybrid",
         "manage": "tool_manager"}
@@ -45,19 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scaffolds", default=",".join(SCAFFOLDS), help="subset of: " + ", ".join(SCAFFOLDS))
     p.add_argument("--embedder", default="all-MiniLM-L6-v2", help="'hash' for a model-free run")
     args = p.parse_args(argv)
-    import faiss
-
-    faiss.omp_set_num_threads(1)
-    logging.disable(logging.WARNING)
+    seeds, splits, names, embedder = setup(args, args.scaffolds)
     from memarch.benchmarks.textworld import TextWorldBenchmark
-    from memarch.pipeline.embed import Embedder
     from memarch.pipeline.evaluate import evaluate
     from memarch.pipeline.resources import Resources
 
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    names = [n.strip() for n in args.scaffolds.split(",") if n.strip()]
-    embedder = Embedder(args.embedder)
     started = time.perf_counter()
     rows: dict[tuple[str, str], list[dict[str, float]]] = {}  # (scaffold, split) -> per seed
     for seed in seeds:

@@ -28,6 +28,22 @@ ARCHS = {
 }
 
 
+def setup(args, names: str) -> tuple[list[int], list[str], list[str], object]:
+    """The start the TextWorldExpress benchmarks share: FAISS on one thread, warnings off, the
+    seeds, splits and names asked for, and one embedder (one model load, embeddings memoised
+    across trials)."""
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    logging.disable(logging.WARNING)
+    from memarch.pipeline.embed import Embedder
+
+    def listed(text: str) -> list[str]:
+        return [x.strip() for x in text.split(",") if x.strip()]
+
+    return [int(s) for s in listed(args.seeds)], listed(args.splits), listed(names), Embedder(args.embedder)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default=None, help="ignored (TextWorldExpress generates its games)")
@@ -39,20 +55,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="the agent's exploration weight (default: the benchmark's)")
     p.add_argument("--embedder", default="all-MiniLM-L6-v2", help="'hash' for a model-free run")
     args = p.parse_args(argv)
-    import faiss
-
-    faiss.omp_set_num_threads(1)
-    logging.disable(logging.WARNING)
-
+    seeds, splits, names, embedder = setup(args, args.archs)
     from memarch.benchmarks.textworld import TextWorldBenchmark
-    from memarch.pipeline.embed import Embedder
     from memarch.pipeline.evaluate import evaluate
     from memarch.pipeline.resources import Resources
 
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    names = [a.strip() for a in args.archs.split(",") if a.strip()]
-    embedder = Embedder(args.embedder)  # shared: one model load, embeddings memoised across trials
     started = time.perf_counter()
     # rows[(arch, split)] = list of (success, task_score, steps) per seed
     rows: dict[tuple[str, str], list[tuple[float, float, float]]] = {}

@@ -58,6 +58,22 @@ def hash_res(tmp_path_factory):
     return Resources(embedder=Embedder("hash", cache_dir=cache), cache_dir=cache)
 
 
+@pytest.fixture(scope="session")
+def small_landscape(tmp_path_factory):
+    """A landscape of 80 sampled architectures (plus the presets) of the two-conversation generated
+    benchmark, built once per session for the replay, sampler and compare tests (read-only)."""
+    from memarch.benchmarks import get_benchmark
+    from memarch.benchmarks.landscape_build import build, plan_build
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.resources import Resources
+
+    cache = tmp_path_factory.mktemp("land-cache")
+    res = Resources(embedder=Embedder("hash", cache_dir=cache), cache_dir=cache)
+    bench = get_benchmark("generated", conversations=2, sessions=3)
+    plan = plan_build(bench, resources=res, sample=80, seed=0)
+    return build(plan, tmp_path_factory.mktemp("land") / "small.npz", progress=False)
+
+
 @pytest.fixture(scope="module")
 def small_generated():
     """A two-conversation generated benchmark: enough for landscapes and replays in seconds."""

@@ -9,7 +9,6 @@ import math
 import numpy as np
 import pytest
 
-from memarch.benchmarks.landscape_build import build, plan_build
 from memarch.cli import main
 from memarch.optimizers.presets import warm_start_architectures
 from memarch.optimizers.replay import Replay, parse_strategy
@@ -22,9 +21,8 @@ def bench(small_generated):
 
 
 @pytest.fixture(scope="module")
-def land(bench, hash_res, tmp_path_factory):
-    plan = plan_build(bench, resources=hash_res, sample=80, seed=0)
-    return build(plan, tmp_path_factory.mktemp("land") / "small.npz", progress=False)
+def land(small_landscape):
+    return small_landscape
 
 
 def test_runs_share_round_0_pick_on_validation_and_count_distinct(land):

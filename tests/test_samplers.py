@@ -13,7 +13,6 @@ from optuna.trial import TrialState
 sys.path.insert(0, str(Path(__file__).parent))
 from test_search_doubles import SyntheticMetric, fake_registry  # noqa: E402
 
-from memarch.benchmarks.landscape_build import build, plan_build  # noqa: E402
 from memarch.cli import main  # noqa: E402
 from memarch.errors import MemarchError  # noqa: E402
 from memarch.optimizers.gp_sampler import GPBaseline  # noqa: E402
@@ -30,9 +29,8 @@ TWO = ("quality", "memory_tokens")
 
 
 @pytest.fixture(scope="module")
-def land(small_generated, hash_res, tmp_path_factory):
-    plan = plan_build(small_generated, resources=hash_res, sample=80, seed=0)
-    return build(plan, tmp_path_factory.mktemp("land") / "small.npz", progress=False)
+def land(small_landscape):
+    return small_landscape
 
 
 @pytest.fixture
@@ -43,6 +41,15 @@ def space():
 
 def test_every_baseline_is_a_registered_strategy():
     assert set(BASELINES) <= set(STRATEGIES) and not set(UNSUPPORTED) & set(STRATEGIES)
+
+
+@pytest.mark.parametrize("argv", [["compile"], ["compare"], ["landscape", "replay"]])
+def test_the_strategies_help_names_every_registered_strategy(argv, capsys):
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    listed = text.rsplit("--strategies STRATEGIES", 1)[1].split(" --", 1)[0].replace(" ", "")
+    assert "comma-separated" in listed and all(name in listed for name in STRATEGIES), listed
 
 
 @pytest.mark.parametrize("strategy", BASELINES)

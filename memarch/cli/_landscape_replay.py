@@ -15,7 +15,7 @@ HELP = "replay strategies against a landscape over seeds: captured gain, trials 
 def add_arguments(p) -> None:
     p.add_argument("file", help="a landscape .npz (memarch landscape build)")
     p.add_argument("--strategies", default="guided,random,tpe",
-                   help="comma-separated, of guided,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc; "
+                   help="comma-separated, of guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc; "
                    "NAME@none runs NAME without the warm start (default guided,random,tpe)")
     p.add_argument("--seeds", type=int, default=50, help="seeds per strategy (default 50)")
     p.add_argument("--budget", type=int, default=20, help="distinct architectures per run (default 20)")

@@ -26,7 +26,7 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
                    help="benchmark knob, e.g. --knob conversations=3 (generated)")
     p.add_argument("--budget", type=int, default=default_budget, help=f"evaluated trials (default {default_budget})")
     p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
-    p.add_argument("--strategies", default=None, help="comma-separated: guided,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc")
+    p.add_argument("--strategies", default=None, help="comma-separated: guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc")
     p.add_argument("--space", choices=("categorical", "full"), default="categorical",
                    help="categorical: the method's module choices (default); full: plus each chosen module's "
                         "numeric knobs (top_k, fusion weights, chunk window, ...) as conditional parameters")

@@ -15,7 +15,7 @@ import dspy
 from memarch.benchmarks.attribution import StoreView, WriteTrace
 from memarch.benchmarks.protocols import question_query, stream_schedule
 from memarch.benchmarks.reader import MemoryReader
-from memarch.pipeline.evaluate import _TracedProgram
+from memarch.pipeline.traced_program import TracedProgram
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.prompt_state import copy_prompt
 from memarch.pipeline.question_scoring import ask
@@ -153,7 +153,7 @@ class StudentRuntime:
         self._install(prompts, memory.program)
         schedule = stream_schedule(dialogue)
         if memory.written <= index:
-            with _TracedProgram(memory.program, memory.trace) as traced:
+            with TracedProgram(memory.program, memory.trace) as traced:
                 for session, _ in schedule[memory.written:index + 1]:
                     traced.write(session)
             memory.written = index + 1

@@ -23,6 +23,7 @@ from memarch.pipeline.objectives import OBJECTIVES, check_objective, default_obj
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.question_scoring import ask
 from memarch.pipeline.resources import Resources
+from memarch.pipeline.traced_program import TracedProgram
 from memarch.pipeline.trial import QueryOutcome, TrialResult
 
 log = logging.getLogger(__name__)
@@ -31,46 +32,6 @@ log = logging.getLogger(__name__)
 def default_top_k(budget_tokens: int | None) -> int:
     """Items per read when none is given: enough to fill the budget (B / 10, at least 4)."""
     return max(4, (budget_tokens or 200) // 10)
-
-
-class _TracedProgram:
-    """Records, for attribution, what the encoders wrote before the manager saw it.
-
-    ``MemoryProgram.write`` calls ``self.encode``; shadowing it on the instance for the length of
-    the trial captures the encoder output without changing the program's behaviour.
-    """
-
-    def __init__(self, program: MemoryProgram, trace: WriteTrace):
-        self.program, self.trace = program, trace
-        self._last: list = []
-        self.write_s = 0.0
-        self.latency: list[float] = []  # seconds per read
-
-    def __enter__(self) -> "_TracedProgram":
-        original = type(self.program).encode.__get__(self.program)
-
-        def encode(episode: Episode):
-            self._last = original(episode)
-            return self._last
-
-        self.program.__dict__["encode"] = encode
-        return self
-
-    def write(self, episode: Episode) -> None:
-        self._last = []
-        t0 = time.perf_counter()
-        kept = self.program.write(episode)
-        self.write_s += time.perf_counter() - t0
-        self.trace.record(self._last, kept)
-
-    def read(self, *args: Any, **kwargs: Any):
-        t0 = time.perf_counter()
-        out = self.program.read(*args, **kwargs)
-        self.latency.append(time.perf_counter() - t0)
-        return out
-
-    def __exit__(self, *exc: object) -> None:
-        self.program.__dict__.pop("encode", None)
 
 
 def _accounting(resources: Resources, accounting: Any):
@@ -225,7 +186,7 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
         for session, questions in stream_schedule(dialogue):
             t0 = time.perf_counter()
             if program is not None:
-                with _TracedProgram(program, trace) as traced:
+                with TracedProgram(program, trace) as traced:
                     traced.write(session)
             write_s = time.perf_counter() - t0
             if questions and on_read_point is not None:
@@ -306,7 +267,7 @@ def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, 
         bench.use_note_store(program.store if program is not None else None)
 
     with contextlib.ExitStack() as stack:
-        traced = stack.enter_context(_TracedProgram(program, trace)) if program is not None else None
+        traced = stack.enter_context(TracedProgram(program, trace)) if program is not None else None
         for dep in collect_then_deploy(traced, bench, top_k=top_k, budget_tokens=budget,
                                        on_collect=lambda task, episode: count_agent(episode)):
             success = dep.score >= threshold
