@@ -147,3 +147,13 @@ def test_dialogue_split_keeps_test_conversations_out_of_the_search_memory():
     assert get_benchmark("generated", conversations=4, sessions=3).split_by == "question"
     q = get_benchmark("generated", conversations=8, sessions=3, split_by="question")
     assert {d.namespace for d in q.split("test").dialogues} & {d.namespace for d in q.split("search").dialogues}
+
+
+def test_compare_refuses_an_existing_study_before_running_any(space, tmp_path):
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    compare(SyntheticMetric(n_queries=20), space, ["random"], seeds=1, budget=4, baselines=False, storage=storage)
+    with pytest.raises(MemarchError, match="already exists .1 of this compare's 2 do"):
+        compare(SyntheticMetric(n_queries=20), space, ["guided", "random"], seeds=1, budget=4, baselines=False,
+                storage=storage)
+    names = optuna.study.get_all_study_names(make_storage(storage))
+    assert not any("guided" in n for n in names)  # guided did not run before the clash was found

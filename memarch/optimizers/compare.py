@@ -161,13 +161,26 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
     objectives = parse_objectives(objectives)
     if isinstance(space, str):
         space = ArchitectureSpace(space, lm_available=lm is not None)
+    names = {(strat, seed): f"{study_prefix}-{space.family}-{strat}-s{seed}" for strat in strategies
+             for seed in range(seeds)}
+    if storage and not resume:  # refuse before any run, not after the strategies before the clash ran
+        import optuna
+
+        from memarch.errors import MemarchError
+        from memarch.optimizers.study import make_storage
+
+        existing = set(optuna.study.get_all_study_names(make_storage(storage)))
+        clash = [n for n in names.values() if n in existing]
+        if clash:
+            raise MemarchError(f"study {clash[0]!r} already exists ({len(clash)} of this compare's "
+                               f"{len(names)} do); pass --resume to continue them or use another --study-name")
     runs: dict[str, list[CompileReport]] = {}
     for strat in strategies:
         for seed in range(seeds):
             opt = MemarchOptimizer(metric, strategy=strat, budget=budget, lm=lm, meta_lm=meta_lm, seed=seed,
                                    storage=storage, resume=resume, finalists=finalists, warm_start=warm_start, k=k,
                                    space_mode=space_mode,
-                                   study_name=f"{study_prefix}-{space.family}-{strat}-s{seed}",
+                                   study_name=names[(strat, seed)],
                                    tracker=tracker_factory() if tracker_factory else None, on_trial=on_trial,
                                    objectives=objectives, select=select)
             opt.compile(space, trainset=trainset, valset=valset, testset=testset)
