@@ -163,3 +163,24 @@ def test_the_cli_smoke_test(capsys):
     out = capsys.readouterr().out
     assert "[task] local: answer=" in out and "(answer:int confidence:str)" in out
     assert "embedded model released: yes" in out
+
+
+def test_the_note_tool_agent_runs_on_the_embedded_model(local_roles, hash_resources, tmp_path):
+    # The DSPy ReAct agent with the files store's memory actions as tools, on the real model: it
+    # answers with an admissible action or falls back (counted); every tool call is counted.
+    from memarch.modules.stores.files import FilesStore
+    from memarch.pipeline.memory_skill import NoteSession
+    from memarch.pipeline.note_tools import NoteToolAgent
+
+    store = FilesStore(hash_resources, root=str(tmp_path / "notes"))
+    session = NoteSession(store, "ep", {"upsert": 1, "search_before_write": 0, "kv_schema": 1})
+    agent = NoteToolAgent(local_roles.task, session, max_iters=2)
+    observation = ("You are in the kitchen. In one part of the room you see a stove. \n"
+                   "To the South you see the corridor. To the West you see the pantry. ")
+    admissible = ["move south", "move west"]
+    action, info = agent.act("coin: find the coin", observation, admissible, [], "", [])
+    assert action in admissible and agent.lm_requests == 1
+    assert (info["lm"] is True and agent.fallbacks == 0) or (info["lm"] is False and agent.fallbacks == 1)
+    c = session.counts
+    assert c["memory_actions"] == c["reads"] + c["searches"] + c["writes"] + c["deletes"] + c["refused"]
+    assert c["memory_actions"] <= 2  # max_iters bounds the tool calls of one step
