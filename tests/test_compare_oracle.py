@@ -84,3 +84,14 @@ def test_cli_compare_refuses_a_foreign_landscape_before_running(small_landscape,
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "built on 'generated'" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_an_unwritable_out_is_refused_before_any_run(small_landscape, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = main(["compare", *SMALL, "--budget", "3", "--seeds", "1", "--no-tracking", "--out", str(blocker / "sub")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--out" in err
+    assert main(["landscape", "replay", small_landscape.path, "--seeds", "1", "--out", str(blocker / "r")]) == 2
+    assert "--out" in capsys.readouterr().err

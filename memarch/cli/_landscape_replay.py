@@ -51,6 +51,10 @@ def run(args) -> int:
     for s in strategies:
         parse_strategy(s)
     land = Landscape.load(args.file)
+    if args.out:
+        from memarch.pipeline.files import writable_dir
+
+        writable_dir(Path(args.out).parent or ".")  # before the runs, not when they are saved
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     replay = Replay(land, objective=args.objective, budget=args.budget, horizon=args.horizon,
                     warm_start=args.warm_start, k=args.k, top_share=args.top)
@@ -65,7 +69,6 @@ def run(args) -> int:
     print(table)
     if args.out:
         out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
         from memarch.pipeline.files import atomic_write_json
 
         out.with_suffix(".txt").write_text(table + "\n")

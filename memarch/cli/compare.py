@@ -4,7 +4,6 @@ the PNG of best-so-far curves."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 HELP = "compare search strategies (guided, random, tpe, nsga2, gp, qmc, ...) at equal budgets over seeds: table + PNG"
 
@@ -59,6 +58,9 @@ def compare_main(args, strategies: list[str], roles) -> int:
         landscape = Landscape.load(args.landscape)  # a bad file fails here, before any trial runs
         check_landscape(landscape, args.benchmark, metric.family, metric.kwargs.get("objective")
                         or landscape.default_objective)
+    from memarch.pipeline.files import writable_dir
+
+    out = writable_dir(args.out)  # before the runs: an hour of trials is not lost to a bad --out
     seeds = args.seeds or 3
     bar = Progress(args.budget * seeds * len(strategies), "compare")
     try:
@@ -70,8 +72,6 @@ def compare_main(args, strategies: list[str], roles) -> int:
                       select=args.select, space_mode=args.space)
     finally:
         bar.close()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     png = cmp.plot(out / f"compare-{args.benchmark}.png")
     fronts_png = cmp.plot_fronts(out / f"compare-{args.benchmark}-fronts.png")
     fronts = cmp.fronts()

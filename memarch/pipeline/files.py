@@ -64,3 +64,18 @@ def read_json(path: str | os.PathLike, *, what: str = "JSON file") -> Any:
         raise DataError(f"{path}: malformed JSON ({exc.__class__.__name__}: {exc}); expected a {what}") from None
     except OSError as exc:  # a directory, no permission, ...
         raise DataError(f"{path}: cannot read ({exc.strerror or exc}); expected a {what}") from None
+
+
+def writable_dir(path: str | os.PathLike, *, what: str = "--out") -> Path:
+    """Create ``path`` (a directory) if needed and check that files can be written in it, so that a
+    long run fails before it starts, not when it saves; one-line `MemarchError` otherwise."""
+    from memarch.errors import MemarchError
+
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MemarchError(f"{what} {path}: cannot create the directory ({exc.strerror or exc})") from None
+    if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
+        raise MemarchError(f"{what} {path}: not a writable directory")
+    return path
