@@ -17,7 +17,7 @@ import numpy as np
 
 from memarch.errors import MemarchError
 from memarch.optimizers.replay import LandscapeTable
-from memarch.optimizers.replay_report import _ci, bootstrap_ci, ratio_ci
+from memarch.optimizers.replay_report import bootstrap_ci, ratio_ci, strategy_lines
 
 if TYPE_CHECKING:
     from memarch.benchmarks.landscape import Landscape
@@ -133,21 +133,12 @@ class OracleView:
                   else ""),
                f"scores below are the landscape's; live search scores of the {a['looked_up']} distinct architectures "
                f"evaluated: {a['equal']} equal, median |diff| {a['median_abs_diff']:.4f}, max {a['max_abs_diff']:.4f}"
-               + (f"; {a['missing']} not in the landscape (not scored)" if a["missing"] else "")]
-        w = max([14] + [len(s) + 2 for s in self.runs])
-        head = (f"{'strategy':<{w}}{'pick test':>24}{'captured gain':>24}{'rank pct':>22}"
-                f"{'trials to top':>22}{'top<=budget':>12}")
-        out += [f"medians [95% bootstrap CI] over seeds; trials to top: budget+1 ({self.budget + 1}) when a run met "
-                f"no top architecture within its budget", head, "-" * len(head)]
-        for r in self.rows():
-            out.append(f"{r['strategy']:<{w}}{_ci(r['pick_test'], 4):>24}{_ci(r['captured_gain'], 2):>24}"
-                       f"{_ci(r['rank_percentile'], 1):>22}{_ci(r['trials_to_top'], 0):>22}"
-                       f"{r['top_within_budget']:>12.0%}" + (f"  ({r['picks_missing']} picks not in the landscape)"
-                                                             if r["picks_missing"] else ""))
-        for s, (m, lo, hi) in self.ratios().items():
-            out.append(f"trials to top, guided / {s}: {m:.2f} [{lo:.2f}, {hi:.2f}]" + ("  (CI below 1)" if hi < 1 else "")
-                       + ("  (CI above 1)" if lo > 1 else ""))
-        return out
+               + (f"; {a['missing']} not in the landscape (not scored)" if a["missing"] else ""),
+               f"medians [95% bootstrap CI] over seeds; trials to top: budget+1 ({self.budget + 1}) when a run "
+               f"met no top architecture within its budget"]
+        rows = [{**r, "note": f"{r['picks_missing']} picks not in the landscape" if r["picks_missing"] else ""}
+                for r in self.rows()]
+        return out + strategy_lines(rows, self.ratios())
 
     def to_dict(self) -> dict[str, Any]:
         return {"landscape": self.landscape.path, "top": sorted(self.table.top), "agreement": self.agreement(),

@@ -139,17 +139,7 @@ class ReplayReport:
                          f"{g['best_preset']} {g['best_preset_test']:.4f} {g['best_preset_key']}; gap "
                          f"{g['gap']:+.4f} [{g['gap_low']:+.4f}, {g['gap_high']:+.4f}] over {g['questions']} test "
                          f"questions; noise (1.96 SE) {g['noise']:.4f}: {verdict}")
-        w = max([14] + [len(r["strategy"]) + 2 for r in self.rows()])  # tpe-multivariate@none fits
-        head = (f"{'strategy':<{w}}{'pick test':>24}{'captured gain':>24}{'rank pct':>22}"
-                f"{'trials to top':>22}{'top<=budget':>12}")
-        lines += [head, "-" * len(head)]
-        for r in self.rows():
-            lines.append(f"{r['strategy']:<{w}}{_ci(r['pick_test'], 4):>24}{_ci(r['captured_gain'], 2):>24}"
-                         f"{_ci(r['rank_percentile'], 1):>22}{_ci(r['trials_to_top'], 0):>22}"
-                         f"{r['top_within_budget']:>12.0%}")
-        for s, (m, lo, hi) in self.ratios().items():
-            lines.append(f"trials to top, guided / {s}: {m:.2f} [{lo:.2f}, {hi:.2f}]"
-                         + ("  (CI below 1)" if hi < 1 else ""))
+        lines += strategy_lines(self.rows(), self.ratios())
         for r in self.rows():
             shown = {k: v for k, v in r["counts"].items() if v and k not in ("evaluated", "rounds")}
             extra = f"; stopped early in {r['stopped']} runs" if r["stopped"] else ""
@@ -199,6 +189,23 @@ class ReplayReport:
         from memarch.optimizers.curves import save_figure
 
         return save_figure(fig, path)
+
+
+def strategy_lines(rows: list[dict[str, Any]], ratios: dict[str, tuple[float, float, float]]) -> list[str]:
+    """The per-strategy table (pick's test score, captured gain, rank, trials to top with CIs) and
+    the guided / other ratio lines, as replays and `compare --landscape` print them. A row's
+    ``note`` is appended to its line."""
+    w = max([14] + [len(r["strategy"]) + 2 for r in rows])  # tpe-multivariate@none fits
+    head = (f"{'strategy':<{w}}{'pick test':>24}{'captured gain':>24}{'rank pct':>22}"
+            f"{'trials to top':>22}{'top<=budget':>12}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['strategy']:<{w}}{_ci(r['pick_test'], 4):>24}{_ci(r['captured_gain'], 2):>24}"
+                     f"{_ci(r['rank_percentile'], 1):>22}{_ci(r['trials_to_top'], 0):>22}"
+                     f"{r['top_within_budget']:>12.0%}" + (f"  ({r['note']})" if r.get("note") else ""))
+    for s, (m, lo, hi) in ratios.items():
+        lines.append(f"trials to top, guided / {s}: {m:.2f} [{lo:.2f}, {hi:.2f}]" + ("  (CI below 1)" if hi < 1 else ""))
+    return lines
 
 
 def _ci(v: tuple[float, float, float], digits: int) -> str:
