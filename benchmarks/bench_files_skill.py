@@ -6,7 +6,7 @@ and the task score, then the goal: upsert versus append-only duplicate writes an
 
     nice -n 10 .venv/bin/python benchmarks/bench_files_skill.py [--seeds 0,1,2] [--splits validation,test]
 
-Nothing is tuned here: the note policy is fixed (memarch/pipeline/note_policy.py). Needs Java.
+Nothing is tuned here: the note policy is fixed (memarch/benchmarks/agents/note_policy.py). Needs Java.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     seeds, splits, names, embedder = setup(args, args.scaffolds)
     from memarch.benchmarks.textworld import TextWorldBenchmark
-    from memarch.pipeline.evaluate import evaluate
+    from memarch.benchmarks.evaluation.evaluate import evaluate
     from memarch.pipeline.resources import Resources
 
     started = time.perf_counter()

@@ -48,10 +48,10 @@ def main(argv: list[str] | None = None) -> int:
 
     faiss.omp_set_num_threads(1)  # small per-namespace indexes: threads only contend
     from memarch.benchmarks import get_benchmark
-    from memarch.benchmarks.memory_budget import MemoryBudget
+    from memarch.benchmarks.evaluation.memory_budget import MemoryBudget
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.embed import Embedder
-    from memarch.pipeline.evaluate import evaluate
+    from memarch.benchmarks.evaluation.evaluate import evaluate
     from memarch.pipeline.resources import Resources
 
     bench = get_benchmark(args.benchmark, args.data)

@@ -72,8 +72,8 @@ def speed(calls: list, rounds: int = 3) -> dict[str, float]:
     """µs per call: answer_recall; answer_span with no line cache (every context line normalised
     afresh, gold answers cached), from empty caches over the trial's calls in order (lines that
     recur within the trial hit), and with every line cached."""
-    from memarch.benchmarks import answer_span as span_module
-    from memarch.benchmarks.metrics import answer_recall
+    from memarch.benchmarks.metrics import answer_span as span_module
+    from memarch.benchmarks.metrics.scores import answer_recall
 
     cached_line = span_module._normalised_line
 
@@ -115,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     import faiss
 
     faiss.omp_set_num_threads(1)  # small per-namespace indexes: threads only contend
-    import memarch.pipeline.evaluate as runtime
-    from memarch.optimizers.presets import get_preset
+    import memarch.benchmarks.evaluation.evaluate as runtime
+    from memarch.pipeline.presets import get_preset
     from memarch.pipeline.embed import Embedder
     from memarch.pipeline.resources import Resources
     from memarch.pipeline.space import ArchitectureSpace

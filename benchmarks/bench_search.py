@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    from memarch.benchmarks.landscape import Landscape
-    from memarch.optimizers.replay import Replay
+    from memarch.optimizers.landscapes.table import Landscape
+    from memarch.optimizers.landscapes.replay import Replay
 
     root = Path(args.landscapes)
     root.mkdir(parents=True, exist_ok=True)

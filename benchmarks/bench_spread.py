@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     faiss.omp_set_num_threads(1)  # small per-namespace indexes: threads only contend
     from memarch.benchmarks import get_benchmark
     from memarch.pipeline.embed import Embedder
-    from memarch.pipeline.evaluate import evaluate
+    from memarch.benchmarks.evaluation.evaluate import evaluate
     from memarch.pipeline.resources import Resources
     from memarch.pipeline.space import ArchitectureSpace
 

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     seeds, splits, names, embedder = setup(args, args.archs)
     from memarch.benchmarks.textworld import TextWorldBenchmark
-    from memarch.pipeline.evaluate import evaluate
+    from memarch.benchmarks.evaluation.evaluate import evaluate
     from memarch.pipeline.resources import Resources
 
     started = time.perf_counter()

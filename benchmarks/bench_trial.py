@@ -18,7 +18,7 @@ import time
 
 def trial(arch, bench, cache_dir: str, budget: int, embedder_model: str):
     from memarch.pipeline.embed import Embedder
-    from memarch.pipeline.evaluate import evaluate
+    from memarch.benchmarks.evaluation.evaluate import evaluate
     from memarch.pipeline.resources import Resources
 
     # A new Embedder per trial: no in-memory memo survives, only the disk caches.

@@ -6,10 +6,10 @@ from memarch.pipeline.items import LineageEntry, MemoryItem, Usage
 from memarch.pipeline.retrieval import Retrieval, ScoredItem
 from memarch.pipeline.space import ArchitectureSpace
 
-__version__ = "0.1.0"
+from memarch._version import __version__  # noqa: E402  (re-exported)
 
 
-_SEARCH = ("GuidedSampler", "SearchSpace", "record_result", "record_outcomes", "make_sampler")
+_SEARCH = ("GuidedSampler", "ParamSpace", "record_result", "record_outcomes", "make_sampler")
 
 
 def __getattr__(name):  # heavy imports (dspy, torch, optuna) only when asked for
@@ -18,9 +18,14 @@ def __getattr__(name):  # heavy imports (dspy, torch, optuna) only when asked fo
 
         return MemoryProgram
     if name in ("Memory", "MemoryRecord"):
-        import memarch.pipeline.memory_app as memory_app
+        import memarch.app.memory as memory_app
 
         return getattr(memory_app, name)
+    if name == "SearchSpace":  # the Optuna parameter view's old name; one release of grace
+        import warnings
+
+        warnings.warn("memarch.SearchSpace is now memarch.ParamSpace", DeprecationWarning, stacklevel=2)
+        name = "ParamSpace"
     if name in _SEARCH:
         import memarch.optimizers as optimizers
 

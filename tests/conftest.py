@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,9 @@ _SESSION_CACHE = tempfile.mkdtemp(prefix="memarch-test-cache-")
 os.environ["MEMARCH_CACHE_DIR"] = _SESSION_CACHE
 
 ROOT = Path(__file__).resolve().parents[1]
+# The shared helpers (lm_helpers, store_helpers, ...) live here; the tests, in folders that follow
+# the package's layout (tests/pipeline, tests/modules, ..., tests/optimizers/search), import them.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 DATA_DIR = Path(os.environ.get("MEMARCH_TEST_DATA", ROOT.parent / "shared" / "data"))
 
 
@@ -63,7 +67,7 @@ def small_landscape(tmp_path_factory):
     """A landscape of 80 sampled architectures (plus the presets) of the two-conversation generated
     benchmark, built once per session for the replay, sampler and compare tests (read-only)."""
     from memarch.benchmarks import get_benchmark
-    from memarch.benchmarks.landscape_build import build, plan_build
+    from memarch.optimizers.landscapes.build import build, plan_build
     from memarch.pipeline.embed import Embedder
     from memarch.pipeline.resources import Resources
 

@@ -52,5 +52,24 @@ def get_benchmark(name: str = DEFAULT, data: Any = None, **knobs: Any) -> Benchm
         raise MemarchError(f"benchmark {name!r}: {exc}") from None
 
 
+def recorded_benchmark(record: Any, *, data: str | None = None, knobs: dict[str, Any] | None = None,
+                       keep_split_seed: bool = True) -> Benchmark:
+    """The benchmark, data and split an `EvaluationRecord` names; ``data`` / ``knobs`` override
+    the recorded ones.
+
+    The split settings are set after construction because the constructors name the split seed
+    differently (``seed`` for file-backed benchmarks, ``split_seed`` for generated ones).
+    """
+    bench = get_benchmark(record.benchmark, data if data is not None else record.data,
+                          **{**record.knobs, **(knobs or {})})
+    split = dict(record.split)
+    if not keep_split_seed:
+        split.pop("seed", None)
+    for name, value in split.items():
+        if hasattr(bench, name):
+            setattr(bench, name, dict(value) if isinstance(value, dict) else value)
+    return bench
+
+
 __all__ = ["AgentTask", "BENCHMARKS", "Benchmark", "Dialogue", "Question", "TaskBenchmark",
-           "available", "benchmark_class", "get_benchmark"]
+           "available", "benchmark_class", "get_benchmark", "recorded_benchmark"]

@@ -7,10 +7,10 @@ import logging
 import os
 from typing import Any
 
-from memarch.benchmarks import jsonl_tasks
+from memarch.benchmarks.formats import jsonl_tasks
 from memarch.benchmarks.base import Benchmark
-from memarch.benchmarks.jsonl_check import DataFile, read_data
-from memarch.benchmarks.jsonl_records import dialogue_from_record
+from memarch.benchmarks.formats.jsonl_check import DataFile, read_data
+from memarch.benchmarks.formats.jsonl_records import dialogue_from_record
 from memarch.errors import DataError
 
 log = logging.getLogger(__name__)

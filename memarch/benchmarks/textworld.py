@@ -11,11 +11,11 @@ from typing import Any, ClassVar
 
 from memarch.benchmarks.base import SPLITS, AgentTask, TaskBenchmark
 from memarch.errors import DataError, MemarchError
-from memarch.pipeline.agents import MemoryGuidedAgent, guides_from
-from memarch.pipeline.lm_agent import DSPyAgent
-from memarch.pipeline.memory_skill import NoteSession, move_counts
-from memarch.pipeline.note_policy import NotePolicy
-from memarch.pipeline.note_tools import NoteToolAgent
+from memarch.benchmarks.agents.memory_guided import MemoryGuidedAgent, guides_from
+from memarch.benchmarks.agents.dspy_agent import DSPyAgent
+from memarch.benchmarks.agents.memory_skill import NoteSession, move_counts
+from memarch.benchmarks.agents.note_policy import NotePolicy
+from memarch.benchmarks.agents.note_tools import NoteToolAgent
 from memarch.pipeline.episodes import Episode, Step
 from memarch.pipeline.retrieval import Retrieval
 

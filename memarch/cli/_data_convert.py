@@ -34,9 +34,8 @@ def run_convert(args) -> int:
 
     from memarch.benchmarks import available, benchmark_class, get_benchmark
     from memarch.benchmarks.base import TaskBenchmark
-    from memarch.benchmarks.jsonl_check import read_data
-    from memarch.benchmarks.jsonl_records import benchmark_records, write_records
-    from memarch.cli.data import located
+    from memarch.benchmarks.formats.jsonl_check import read_data
+    from memarch.benchmarks.formats.jsonl_records import benchmark_records, write_records
 
     if args.source not in available():
         raise MemarchError(f"--from {args.source!r}: unknown benchmark (known: {', '.join(available())})")
@@ -57,7 +56,7 @@ def run_convert(args) -> int:
     print(f"wrote {out}: {what} from {args.source} ({lines} lines)")
     check = read_data(out)
     for problem in check.problems:  # the source's own flaws, carried over as they are
-        print(f"  {located(out, problem)}")
+        print(f"  {problem.located(out)}")
     if check.errors:
         raise MemarchError(f"{out}: the converted file has {len(check.errors)} error(s) (listed above)")
     if check.warnings:

@@ -59,7 +59,7 @@ def parse_knobs(items: list[str]) -> dict:
 
 def run(args) -> int:
     from memarch.benchmarks import get_benchmark
-    from memarch.benchmarks.landscape_build import build, plan_build, sharing_summary
+    from memarch.optimizers.landscapes.build import build, plan_build, sharing_summary
     from memarch.pipeline.resources import Resources
 
     shard = parse_shard(args.shard)

@@ -14,8 +14,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from memarch.benchmarks.landscape import NONE, Landscape
-    from memarch.benchmarks.landscape_build import sharing_summary
+    from memarch.optimizers.landscapes.table import NONE, Landscape
+    from memarch.optimizers.landscapes.build import sharing_summary
 
     land = Landscape.load(args.file)
     m = land.meta

@@ -13,9 +13,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from memarch.benchmarks.landscape import Landscape
-    from memarch.benchmarks.landscape_build import sharing_summary
-    from memarch.benchmarks.landscape_join import join
+    from memarch.optimizers.landscapes.table import Landscape
+    from memarch.optimizers.landscapes.build import sharing_summary
+    from memarch.optimizers.landscapes.join import join
 
     land = join([Landscape.load(p) for p in args.parts])
     land.save(args.out)

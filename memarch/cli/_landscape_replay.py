@@ -34,8 +34,8 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     import optuna
 
-    from memarch.benchmarks.landscape import Landscape
-    from memarch.optimizers.replay import Replay, parse_strategy
+    from memarch.optimizers.landscapes.table import Landscape
+    from memarch.optimizers.landscapes.replay import Replay, parse_strategy
 
     for name, value, low in (("--seeds", args.seeds, 1), ("--budget", args.budget, 1), ("--k", args.k, 1),
                              ("--workers", args.workers, 1)):

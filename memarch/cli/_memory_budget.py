@@ -18,6 +18,6 @@ def resolve_memory_budget(args: Any, benchmark: Any) -> Any:
     spec = getattr(args, "memory_budget", None)
     if spec is None:
         return None
-    from memarch.benchmarks.memory_budget import MemoryBudget
+    from memarch.benchmarks.evaluation.memory_budget import MemoryBudget
 
     return MemoryBudget.resolve(spec, benchmark)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from memarch.errors import MemarchError
-from memarch.pipeline.objectives import LM_OBJECTIVES as WITH_LM
-from memarch.pipeline.objectives import OBJECTIVES, default_objective, describe_objective
+from memarch.benchmarks.metrics.registry import LM_METRICS as WITH_LM
+from memarch.benchmarks.metrics.registry import METRICS, default_metric, describe_metric
 
-LM_FREE = tuple(o for o in OBJECTIVES if o not in WITH_LM)
+LM_FREE = tuple(o for o in METRICS if o not in WITH_LM)
 
 
 def add_objective_argument(p) -> None:
@@ -17,7 +17,7 @@ def add_objective_argument(p) -> None:
                         f"{'|'.join(WITH_LM)} (default qa_f1); agent benchmarks always use their task score")
 
 
-def check_objective(objective: str | None, benchmark: Any, *, lm: bool, judge: bool = True) -> str | None:
+def check_metric(objective: str | None, benchmark: Any, *, lm: bool, judge: bool = True) -> str | None:
     """``objective`` if it suits the benchmark and the LMs given (None stays None: the default),
     else MemarchError naming what would do.
 
@@ -29,8 +29,8 @@ def check_objective(objective: str | None, benchmark: Any, *, lm: bool, judge: b
         return None
     from memarch.benchmarks.base import TaskBenchmark
 
-    if objective not in OBJECTIVES:
-        raise MemarchError(f"--objective {objective!r}: expected one of {', '.join(OBJECTIVES)}")
+    if objective not in METRICS:
+        raise MemarchError(f"--objective {objective!r}: expected one of {', '.join(METRICS)}")
     if isinstance(benchmark, TaskBenchmark):
         raise MemarchError(f"--objective {objective}: {benchmark.name} is an agent benchmark, scored by its "
                            "task score (drop --objective)")
@@ -50,11 +50,11 @@ def objective_of(metric: Any) -> str:
     kwargs = getattr(inner, "kwargs", {})
     if isinstance(getattr(inner, "benchmark", None), TaskBenchmark):
         return "task_score"
-    return kwargs.get("objective") or default_objective(kwargs.get("reader"))
+    return kwargs.get("objective") or default_metric(kwargs.get("reader"))
 
 
 def objective_line(metric: Any) -> str:
     """"objective: answer_span (LM-free: gold answer contiguous in the context cut at 200 words)"."""
     inner = getattr(metric, "metric", metric)
     budget = getattr(inner, "kwargs", {}).get("budget_tokens", 200)
-    return f"objective: {describe_objective(objective_of(metric), budget)}"
+    return f"objective: {describe_metric(objective_of(metric), budget)}"

@@ -85,7 +85,9 @@ class SavedProgram:
         knobs: dict[str, Any] = {} if args.seed is None else {"seed": args.seed}
         if getattr(args, "download", False) and rec.benchmark == "locomo":
             knobs["download"] = True
-        bench = rec.benchmark_instance(data=args.data, knobs=knobs, keep_split_seed=args.seed is None)
+        from memarch.benchmarks import recorded_benchmark
+
+        bench = recorded_benchmark(rec, data=args.data, knobs=knobs, keep_split_seed=args.seed is None)
         if rec.data_sha256 is not None and data_sha256(getattr(bench, "path", None)) != rec.data_sha256:
             self.overridden.append("data contents")
         return bench

@@ -37,8 +37,8 @@ def compare_main(args, strategies: list[str], roles) -> int:
 
     from memarch.cli._objective import objective_line
     from memarch.cli.compile import Progress, build_metric, space_line, storage_url, tracker_for
-    from memarch.optimizers.compare import compare
-    from memarch.optimizers.tracking import ui_command
+    from memarch.optimizers.comparison import compare
+    from memarch.optimizers.tracking.tracker import ui_command
     from memarch.pipeline.embed import Embedder
     from memarch.pipeline.resources import Resources
     from memarch.pipeline.space import ArchitectureSpace
@@ -52,12 +52,12 @@ def compare_main(args, strategies: list[str], roles) -> int:
                               opt_in=getattr(getattr(metric, "benchmark", None), "opt_in_modules", False))
     landscape = None
     if args.landscape:
-        from memarch.benchmarks.landscape import Landscape
-        from memarch.optimizers.compare_oracle import check_landscape
+        from memarch.optimizers.landscapes.table import Landscape
+        from memarch.optimizers.landscapes.compare_oracle import check_landscape
 
         landscape = Landscape.load(args.landscape)  # a bad file fails here, before any trial runs
         check_landscape(landscape, args.benchmark, metric.family, metric.kwargs.get("objective")
-                        or landscape.default_objective)
+                        or landscape.default_metric)
     from memarch.pipeline.files import writable_dir
 
     out = writable_dir(args.out)  # before the runs: an hour of trials is not lost to a bad --out
@@ -79,7 +79,7 @@ def compare_main(args, strategies: list[str], roles) -> int:
     table = objective_line(metric) + "\n" + space_line(space, args.space) + "\n" + budget + cmp.table()
     oracle = None
     if landscape is not None:
-        from memarch.optimizers.compare_oracle import OracleView, check_landscape
+        from memarch.optimizers.landscapes.compare_oracle import OracleView, check_landscape
 
         check_landscape(landscape, args.benchmark, metric.family, cmp.objective)
         oracle = OracleView(landscape, cmp.runs, budget=args.budget, objective=cmp.objective)

@@ -16,8 +16,8 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     from memarch.benchmarks import BENCHMARKS, DEFAULT
     from memarch.cli._memory_budget import add_memory_budget_argument
     from memarch.cli._objective import add_objective_argument
-    from memarch.optimizers.study import DEFAULT_STORAGE
-    from memarch.optimizers.tracking import DEFAULT_TRACKING_URI
+    from memarch.optimizers.search.study import DEFAULT_STORAGE
+    from memarch.optimizers.tracking.tracker import DEFAULT_TRACKING_URI
 
     p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
     p.add_argument("--data", default=None, help="dataset path (locomo, babi; jsonl: your .jsonl file, docs/data.md)")
@@ -70,9 +70,9 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
 
 def space_line(space, mode: str) -> str:
     """What the search explores, printed by compile and compare."""
-    from memarch.optimizers.space import SearchSpace
+    from memarch.optimizers.search.param_space import ParamSpace
 
-    knobs = len(SearchSpace(space, mode).knob_table())
+    knobs = len(ParamSpace(space, mode).knob_table())
     extra = f" + {knobs} numeric knobs, conditional on their module" if mode == "full" else ""
     return f"search space: {mode} ({space.family}, {space.count_valid()} valid module choices{extra})"
 
@@ -90,9 +90,9 @@ def parse_strategies(text: str | None, default: list[str]) -> list[str]:
 
 
 def check_numbers(args) -> None:
-    from memarch.optimizers.selection import parse_selection
-    from memarch.optimizers.study import check_storage_url
-    from memarch.optimizers.study_objectives import parse_objectives
+    from memarch.optimizers.search.selection import parse_selection
+    from memarch.optimizers.search.study import check_storage_url
+    from memarch.optimizers.search.objectives import parse_objectives
 
     check_storage_url(storage_url(args))
     args.objectives = parse_objectives(getattr(args, "objectives", None))
@@ -125,8 +125,8 @@ def check_numbers(args) -> None:
 
 def build_metric(args, resources):
     """A cached `BenchmarkMetric` for the parsed options."""
-    from memarch.cli._objective import check_objective
-    from memarch.optimizers.metric import BenchmarkMetric, CachedMetric
+    from memarch.cli._objective import check_metric
+    from memarch.optimizers.search.metric import BenchmarkMetric, CachedMetric
 
     knobs = {}
     for kv in args.knob:
@@ -138,7 +138,7 @@ def build_metric(args, resources):
     if resources.lm is not None:
         # With a task LM the objective is the reader's QA F1 (and a judge when --judge-lm is given);
         # on agent tasks the task LM plays the game through the DSPy agent.
-        from memarch.benchmarks.reader import AnswerJudge, MemoryReader
+        from memarch.benchmarks.evaluation.reader import AnswerJudge, MemoryReader
 
         lm_kwargs = {"reader": MemoryReader(resources), "objective": "qa_f1"}
         if getattr(args, "judge_lm", None):
@@ -149,11 +149,11 @@ def build_metric(args, resources):
                              knobs=knobs, budget_tokens=args.context_budget, **lm_kwargs)
     if resources.lm is not None and hasattr(metric.benchmark, "agent_lm"):
         metric.benchmark.agent_lm = resources.lm
-    objective = check_objective(getattr(args, "objective", None), metric.benchmark, lm=resources.lm is not None)
+    objective = check_metric(getattr(args, "objective", None), metric.benchmark, lm=resources.lm is not None)
     if objective:
         metric.kwargs["objective"] = objective
         if objective == "judge" and "judge" not in metric.kwargs:
-            from memarch.benchmarks.reader import AnswerJudge
+            from memarch.benchmarks.evaluation.reader import AnswerJudge
 
             metric.kwargs["judge"] = AnswerJudge(resources)
     from memarch.cli._memory_budget import resolve_memory_budget
@@ -201,7 +201,7 @@ def tracker_for(args):
     """An MLflow tracker for ``--tracking-uri`` (artifacts beside a sqlite store), or None."""
     if args.no_tracking:
         return None
-    from memarch.optimizers.tracking import DEFAULT_ARTIFACTS, Tracker
+    from memarch.optimizers.tracking.tracker import DEFAULT_ARTIFACTS, Tracker
 
     uri = args.tracking_uri
     root = Path(uri[len("sqlite:///"):]).parent / "artifacts" if uri.startswith("sqlite:///") else DEFAULT_ARTIFACTS
@@ -232,7 +232,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     check_numbers(args)
-    from memarch.optimizers.prompts import check_prompt_optimizer
+    from memarch.optimizers.prompts.optimize import check_prompt_optimizer
 
     check_prompt_optimizer(args.optimize_prompts)
     if args.prompt_examples < 1 or args.prompt_budget < 1:
@@ -253,8 +253,8 @@ def _compile(args, strategies: list[str], roles) -> int:
 
     from memarch.cli._objective import objective_line
     from memarch.optimizers.compile import MemarchOptimizer
-    from memarch.optimizers.presets import get_preset
-    from memarch.optimizers.tracking import ui_command
+    from memarch.pipeline.presets import get_preset
+    from memarch.optimizers.tracking.tracker import ui_command
     from memarch.pipeline.embed import Embedder
     from memarch.pipeline.resources import Resources
     from memarch.pipeline.space import ArchitectureSpace
@@ -328,7 +328,7 @@ def _compile(args, strategies: list[str], roles) -> int:
 def _prompt_line(args, metric, lm) -> None:
     """Stage two's plan, before the search spends anything: refused on agent benchmarks, a smoke
     run with the embedded model."""
-    from memarch.optimizers.prompts import check_benchmark
+    from memarch.optimizers.prompts.optimize import check_benchmark
 
     if lm is None:
         return  # the LM-free program has nothing to optimise; said after the search, and counted
@@ -348,7 +348,7 @@ def _print_model(args, rep) -> None:
     line = (f"MLflow model: {uri} (mlflow.pyfunc.load_model(uri).predict([{{'query': ...}}]); "
             "docs/search.md, \"The compiled program as an MLflow model\")")
     if args.register:
-        from memarch.optimizers.program_model import register_program_model
+        from memarch.optimizers.tracking.program_model import register_program_model
 
         line += f"; registered as {register_program_model(uri, args.register, tracking_uri=args.tracking_uri)}"
     print(line)
@@ -356,7 +356,7 @@ def _print_model(args, rep) -> None:
 
 def front_lines(rep) -> list[str]:
     """The search Pareto front and the pick's validation values of a multi-objective run."""
-    from memarch.optimizers.study_objectives import describe
+    from memarch.optimizers.search.objectives import describe
 
     if len(rep.objectives) < 2:
         return []

@@ -14,8 +14,10 @@ def add_arguments(p) -> None:
     from memarch.cli._data_convert import add_convert_arguments
 
     sub = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
-    check = sub.add_parser("check", help="validate a data file: every problem with its line number (exit 2 if any)")
+    check = sub.add_parser("check", help="validate a data file: every problem with its line number "
+                                                 "(exit 2 on errors; warnings exit 0 unless --strict)")
     check.add_argument("file", help="the .jsonl data file")
+    check.add_argument("--strict", action="store_true", help="exit 2 on warnings too")
     check.set_defaults(_action=run_check)
     stats = sub.add_parser("stats", help="counts of a data file: per category, per split, sessions/turns or steps")
     stats.add_argument("file", help="the .jsonl data file")
@@ -34,11 +36,11 @@ def run(args) -> int:
 
 
 def run_check(args) -> int:
-    from memarch.benchmarks.jsonl_check import read_data
+    from memarch.benchmarks.formats.jsonl_check import read_data
 
     data = read_data(args.file)
     for problem in data.problems:
-        print(located(args.file, problem))
+        print(problem.located(args.file))
     kind = f" {data.kind}" if data.kind else ""
     n_err, n_warn = len(data.errors), len(data.warnings)
     if not data.problems:
@@ -46,12 +48,7 @@ def run_check(args) -> int:
         return 0
     verdict = "cannot be loaded" if n_err else "loads as --benchmark jsonl (the warnings are reported there too)"
     print(f"{args.file}: {n_err} error(s), {n_warn} warning(s) in {len(data.records)}{kind} records: {verdict}")
-    return 2
-
-
-def located(path, problem) -> str:
-    """``FILE:LINE: severity: message``, the form editors and compilers use."""
-    return f"{path}:{problem.line}: {problem.severity}: {problem.message}"
+    return 2 if n_err or (n_warn and getattr(args, "strict", False)) else 0
 
 
 def run_stats(args) -> int:

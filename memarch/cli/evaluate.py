@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from memarch.cli._memory_budget import add_memory_budget_argument, resolve_memory_budget
-from memarch.cli._objective import add_objective_argument, check_objective
+from memarch.cli._objective import add_objective_argument, check_metric
 from memarch.errors import MemarchError
 
 HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, textworld, jsonl)"
@@ -94,7 +94,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
                            "sentence-transformers model directory")
     if args.json and os.path.isdir(args.json):
         raise MemarchError(f"--json {args.json}: is a directory (expected a file path to write)")
-    check_objective(args.objective, bench, lm=lm_available, judge=args.judge)
+    check_metric(args.objective, bench, lm=lm_available, judge=args.judge)
     if arch is not None:
         default = "experience" if isinstance(bench, TaskBenchmark) else "conversation"
         family = getattr(bench, "family", default)
@@ -106,7 +106,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
 
 
 def _print(result) -> None:
-    from memarch.pipeline.objectives import explain_objective
+    from memarch.benchmarks.metrics.registry import explain_metric
 
     arch = result.architecture.key() if result.architecture else "no memory"
     print(f"{result.benchmark} [{result.split}] {arch}")
@@ -114,7 +114,7 @@ def _print(result) -> None:
         print(f"  FAILED: {result.error}")
         return
     name = result.metadata.get("objective")
-    what = explain_objective(name, result.metadata.get("budget_tokens"))
+    what = explain_metric(name, result.metadata.get("budget_tokens"))
     print(f"  objective ({name}): {result.objective:.4f}  [{what}]")
     print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k not in ("questions", "tasks") else f"{k}={v:g}"
                                    for k, v in result.scores.items()))
@@ -144,7 +144,7 @@ def _print(result) -> None:
 def _print_fallbacks(result) -> None:
     """Per module, the LM answers that fell back to the LM-free rule: a run whose LM paths all fell
     back must never read as an LM run."""
-    from memarch.pipeline.fallbacks import all_fell_back, describe
+    from memarch.benchmarks.evaluation.fallbacks import all_fell_back, describe
 
     if not result.lm_requests:
         return
@@ -170,7 +170,7 @@ def _single_threaded_faiss() -> None:
 def run(args) -> int:
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.embed import Embedder
-    from memarch.pipeline.evaluate import evaluate
+    from memarch.benchmarks.evaluation.evaluate import evaluate
     from memarch.pipeline.files import atomic_write_json
 
     _single_threaded_faiss()
@@ -203,7 +203,7 @@ def run(args) -> int:
             from memarch.lm.arguments import roles_from_args
         except ImportError:
             raise MemarchError(f"--lm {lm_spec}: LM support (memarch.lm) is not installed") from None
-        from memarch.benchmarks.reader import AnswerJudge, MemoryReader
+        from memarch.benchmarks.evaluation.reader import AnswerJudge, MemoryReader
 
         with roles_from_args(args) as roles:
             resources = roles.resources(embedder=embedder)

@@ -13,7 +13,7 @@ DEFAULT_RUNS = "mlruns/memarch"  # where `memarch compile` saves <study>.program
 
 
 def add_arguments(p) -> None:
-    from memarch.optimizers.finetune_format import ADAPTERS
+    from memarch.optimizers.finetune.format import ADAPTERS
 
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--study", default=None, metavar="NAME",
@@ -60,7 +60,7 @@ def _check(args) -> None:
 
 
 def _benchmark(args, saved):
-    from memarch.benchmarks import BENCHMARKS, get_benchmark
+    from memarch.benchmarks import BENCHMARKS, get_benchmark, recorded_benchmark
 
     rec = saved.record
     name = args.benchmark or (rec.benchmark if rec else None)
@@ -71,14 +71,14 @@ def _benchmark(args, saved):
     if args.data is not None and name in ("generated", "textworld"):
         raise MemarchError(f"--data is for locomo and babi; {name} needs none")
     if rec is not None and rec.benchmark == name:
-        return rec.benchmark_instance(data=args.data)  # the recorded data, knobs and split
+        return recorded_benchmark(rec, data=args.data)  # the recorded data, knobs and split
     return get_benchmark(name, args.data)
 
 
 def run(args) -> int:
     from memarch.cli._saved_program import SavedProgram
-    from memarch.optimizers.finetune_export import SPLIT, export_finetune
-    from memarch.pipeline.objectives import LM_OBJECTIVES
+    from memarch.optimizers.finetune.export import SPLIT, export_finetune
+    from memarch.benchmarks.metrics.registry import LM_METRICS
 
     _check(args)
     path = _program_file(args)
@@ -86,7 +86,7 @@ def run(args) -> int:
     bench = _benchmark(args, saved)
     rec = saved.record
     objective = rec.objective if rec is not None and rec.benchmark == bench.name else None
-    if objective in LM_OBJECTIVES or objective == "task_score":
+    if objective in LM_METRICS or objective == "task_score":
         objective = None  # LM-scored picks are judged by the LM-free default here; said below
     program = saved.build(None)  # fresh memory; the saved embedder (hash for tests) is kept
     source = f"study {args.study}" if args.study else path

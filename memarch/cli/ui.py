@@ -10,7 +10,7 @@ HELP = "start the MLflow UI on the study's runs (prints the runs URL and the tim
 
 
 def add_arguments(p) -> None:
-    from memarch.optimizers.tracking import DEFAULT_TRACKING_URI, EXPERIMENT
+    from memarch.optimizers.tracking.tracker import DEFAULT_TRACKING_URI, EXPERIMENT
 
     p.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI,
                    help=f"MLflow store (default {DEFAULT_TRACKING_URI})")
@@ -28,7 +28,7 @@ def _open_view(uri: str, experiment: str) -> str | None:
     """Mark the experiment and store its runs view; its id, or None when the store has no such
     experiment yet."""
     from memarch.errors import MemarchError
-    from memarch.optimizers.ui_view import write_runs_view
+    from memarch.optimizers.tracking.ui_view import write_runs_view
 
     try:
         from mlflow.tracking import MlflowClient
@@ -47,7 +47,7 @@ def _open_view(uri: str, experiment: str) -> str | None:
 def run(args) -> int:
     from memarch.cli._ui_server import UIServer
     from memarch.errors import MemarchError
-    from memarch.optimizers.ui_view import runs_url
+    from memarch.optimizers.tracking.ui_view import runs_url
 
     uri = args.tracking_uri
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():

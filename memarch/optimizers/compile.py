@@ -14,17 +14,17 @@ from typing import Any, Callable
 import optuna
 
 from memarch.errors import MemarchError
-from memarch.optimizers.guided.pareto import objective_front
-from memarch.optimizers.history import History
-from memarch.optimizers.presets import warm_start_architectures
-from memarch.optimizers.prompts import NOTHING
+from memarch.optimizers.search.pareto import objective_front
+from memarch.optimizers.search.history import History
+from memarch.pipeline.presets import warm_start_architectures
+from memarch.optimizers.prompts.optimize import NOTHING
 from memarch.optimizers.runoff import MAX_FRONT_FINALISTS, choose_on_validation  # noqa: F401 (re-exported)
-from memarch.optimizers.search import Metric, Search
-from memarch.optimizers.selection import Selection, parse_selection
-from memarch.optimizers.space import MODES, SearchSpace
+from memarch.optimizers.search.runner import Metric, Search
+from memarch.optimizers.search.selection import Selection, parse_selection
+from memarch.optimizers.search.param_space import MODES, ParamSpace
 from memarch.optimizers.strategies import make_sampler
-from memarch.optimizers.study import make_storage, open_study
-from memarch.optimizers.study_objectives import SINGLE, values_of
+from memarch.optimizers.search.study import make_storage, open_study
+from memarch.optimizers.search.objectives import SINGLE, values_of
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import ArchitectureSpace
 
@@ -115,10 +115,10 @@ class MemarchOptimizer:
         select: how the pick is chosen on validation: ``"quality"``, ``"knee"`` or a cost limit
             such as ``"memory_tokens<=5000"`` (see `parse_selection`).
         space_mode: ``categorical`` (the method's space, default) or ``full`` (plus each chosen
-            module's numeric knobs as conditional parameters; see `SearchSpace`).
+            module's numeric knobs as conditional parameters; see `ParamSpace`).
         prompt_optimizer: stage two, once the architecture is chosen: ``"none"`` (default),
             ``"bootstrap"``, ``"mipro"`` or ``"gepa"`` — the DSPy optimizer run over the program's
-            and the reader's prompts (see `memarch.optimizers.prompts.optimize_prompts`).
+            and the reader's prompts (see `memarch.optimizers.prompts.optimize.optimize_prompts`).
         prompt_examples, prompt_budget: questions per split inside that optimizer, and its budget.
         log_model: with a tracker, log the compiled program as an MLflow pyfunc model of the
             study's parent run (`program_model`; ``report.extras["model_uri"]``).
@@ -135,7 +135,7 @@ class MemarchOptimizer:
                  prompt_budget: int = 60, log_model: bool = True, register: str | None = None):
         if budget < 1:
             raise MemarchError(f"budget must be at least 1 trial, got {budget}")
-        from memarch.optimizers.study_objectives import parse_objectives
+        from memarch.optimizers.search.objectives import parse_objectives
 
         self.objectives = parse_objectives(objectives)
         self.selection = select if isinstance(select, Selection) else parse_selection(select, self.objectives)
@@ -159,7 +159,7 @@ class MemarchOptimizer:
         if space_mode not in MODES:
             raise MemarchError(f"unknown search space {space_mode!r}; expected one of {', '.join(MODES)}")
         self.space_mode = space_mode
-        from memarch.optimizers.prompts import check_prompt_optimizer
+        from memarch.optimizers.prompts.optimize import check_prompt_optimizer
 
         self.prompt_optimizer = check_prompt_optimizer(prompt_optimizer)
         self.prompt_examples, self.prompt_budget = prompt_examples, prompt_budget
@@ -241,7 +241,7 @@ class MemarchOptimizer:
         if self.tracker is not None:
             import tempfile
 
-            from memarch.optimizers.curves import plot_curves
+            from memarch.optimizers.search.curves import plot_curves
 
             if self.log_model or self.register:
                 self._log_model(program)
@@ -268,7 +268,7 @@ class MemarchOptimizer:
         program's evaluation record then holds the scores of the prompts it keeps."""
         if self.prompt_optimizer == "none":
             return None
-        from memarch.optimizers.prompts import optimize_prompts
+        from memarch.optimizers.prompts.optimize import optimize_prompts
 
         if not all(isinstance(s, str) for s in (trainset, valset)) or not isinstance(testset, (str, type(None))):
             raise MemarchError("prompt optimisation needs named splits (trainset, valset, testset)")
@@ -300,12 +300,12 @@ class MemarchOptimizer:
         if info.registered_model_version is not None:
             self.report.extras["registered_model"] = f"models:/{self.register}/{info.registered_model_version}"
 
-    def search_space(self, space: ArchitectureSpace) -> SearchSpace:
+    def search_space(self, space: ArchitectureSpace) -> ParamSpace:
         """The Optuna view of ``space`` in this optimizer's mode; in the full space ``top_k``
         defaults to what the metric reads with, so a preset queued there is the preset."""
         settings = getattr(self.metric, "program_settings", None)
         defaults = {"retrieve.top_k": settings()["top_k"]} if self.space_mode == "full" and settings else {}
-        return SearchSpace(space, self.space_mode, defaults=defaults)
+        return ParamSpace(space, self.space_mode, defaults=defaults)
 
     def _warm_start(self, space: ArchitectureSpace, start: Architecture | None) -> list[tuple[Architecture, str]]:
         """Round 0: the student's architecture first, then the warm start (same for every strategy)."""

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memarch.optimizers.pareto import MARGIN, hypervolume, reference_point
-from memarch.optimizers.replay_report import bootstrap_ci
-from memarch.optimizers.study_objectives import describe
+from memarch.optimizers.search.pareto import MARGIN, hypervolume, reference_point
+from memarch.optimizers.search.bootstrap import bootstrap_ci
+from memarch.optimizers.search.objectives import describe
 
 if TYPE_CHECKING:
     from memarch.optimizers.compile import CompileReport
@@ -99,7 +99,7 @@ def plot_fronts(runs: dict[str, list["CompileReport"]], objectives: tuple[str, .
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from memarch.optimizers.curves import save_figure
+    from memarch.optimizers.search.curves import save_figure
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]

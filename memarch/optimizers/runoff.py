@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from memarch.optimizers.guided.champion import select_champion
-from memarch.optimizers.guided.pareto import objective_front
-from memarch.optimizers.history import History
-from memarch.optimizers.search import Metric
-from memarch.optimizers.selection import QUALITY_SELECTION, Selection
-from memarch.optimizers.selection import select as select_pick
-from memarch.optimizers.study_objectives import NAMES, SINGLE, value_of, values_of
+from memarch.optimizers.search.pareto import objective_front
+from memarch.optimizers.search.history import History
+from memarch.optimizers.search.runner import Metric
+from memarch.optimizers.search.selection import QUALITY_SELECTION, Selection
+from memarch.optimizers.search.selection import select as select_pick
+from memarch.optimizers.search.objectives import NAMES, SINGLE, value_of, values_of
 from memarch.pipeline.architecture import Architecture
 
 MAX_FRONT_FINALISTS = 8  # search front members re-scored on validation in a multi-objective study

@@ -15,46 +15,46 @@ NSGA2_POPULATION = 10
 NSGA3_POPULATION = NSGA2_POPULATION
 
 if TYPE_CHECKING:
-    from memarch.optimizers.space import SearchSpace
+    from memarch.optimizers.search.param_space import ParamSpace
 
 
-def _random(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+def _random(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
     return optuna.samplers.RandomSampler(seed=seed)
 
 
-def _tpe(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+def _tpe(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
     # Defaults (10 random start-up trials); constant_liar keeps parallel workers apart.
     return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
 
 
-def _nsga2(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+def _nsga2(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
     # Generations of 10: budgets here are 20-40 distinct architectures, and Optuna's default of 50
     # would leave NSGA-II drawing its random first generation for the whole budget.
     return optuna.samplers.NSGAIISampler(seed=seed, population_size=NSGA2_POPULATION)
 
 
-def _tpe_multivariate(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+def _tpe_multivariate(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
     # Optuna 5's default TPE is already multivariate with one objective (so in the categorical space
     # this draws what `tpe` draws); forcing it makes several objectives joint too, and group=True
     # models each group of conditional knobs (--space full) jointly.
     return optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, group=True)
 
 
-def _nsga3(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+def _nsga3(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
     # Generations of 10 like nsga2, for the same reason.
     return optuna.samplers.NSGAIIISampler(seed=seed, population_size=NSGA3_POPULATION)
 
 
-def _gp(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+def _gp(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
     # GP-BO: categorical parameters get a Hamming-distance kernel term, several objectives use
     # EHVI. Its search space is the intersection over trials, so the conditional knobs of --space
     # full come from its random fallback (the warning per draw is off; docs/search.md says so).
-    from memarch.optimizers.gp_sampler import GPBaseline
+    from memarch.optimizers.search.gp_sampler import GPBaseline
 
     return GPBaseline(seed=seed, warn_independent_sampling=False)
 
 
-def _qmc(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+def _qmc(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
     # Scrambled Sobol: without scrambling every seed would draw the same sequence. Optuna 5 maps each
     # categorical to one QMC coordinate (a space-filling design, not random draws); the space is the
     # first trial's, so knobs of other modules (--space full) come from its random fallback.
@@ -62,20 +62,20 @@ def _qmc(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.Ba
                                       warn_independent_sampling=False)
 
 
-def _bruteforce(space: "SearchSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
-    from memarch.optimizers.bruteforce import BruteForceSampler
+def _bruteforce(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+    from memarch.optimizers.search.bruteforce import BruteForceSampler
 
     return BruteForceSampler(space, seed=seed)
 
 
-def _guided(space: "SearchSpace", seed: int | None, *, k: int = 3, lm: Any = None, meta_lm: Any = None,
+def _guided(space: "ParamSpace", seed: int | None, *, k: int = 3, lm: Any = None, meta_lm: Any = None,
             **_: Any) -> optuna.samplers.BaseSampler:
     from memarch.optimizers.guided.sampler import GuidedSampler
 
     return GuidedSampler(space, k=k, seed=seed, meta_lm=meta_lm if meta_lm is not None else lm)
 
 
-def _archive(space: "SearchSpace", seed: int | None, *, k: int = 3, lm: Any = None, meta_lm: Any = None,
+def _archive(space: "ParamSpace", seed: int | None, *, k: int = 3, lm: Any = None, meta_lm: Any = None,
              no_memory: Any = None, **_: Any) -> optuna.samplers.BaseSampler:
     # ALMA's archive; no_memory: the no-memory objective (a number or a callable; see ArchiveSampler).
     from memarch.optimizers.guided.archive_sampler import ArchiveSampler
@@ -118,12 +118,12 @@ def check_strategy(name: str) -> str:
     raise MemarchError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
 
 
-def make_sampler(name: str, space: "SearchSpace", seed: int | None = 0, **kwargs: Any) -> optuna.samplers.BaseSampler:
+def make_sampler(name: str, space: "ParamSpace", seed: int | None = 0, **kwargs: Any) -> optuna.samplers.BaseSampler:
     """The sampler of a strategy (``guided`` takes ``k=``, ``meta_lm=`` / ``lm=``).
 
     Example::
 
-        sampler = make_sampler("tpe", SearchSpace.for_family("conversation"), seed=0)
+        sampler = make_sampler("tpe", ParamSpace.for_family("conversation"), seed=0)
         study = optuna.create_study(direction="maximize", sampler=sampler)
     """
     return STRATEGIES[check_strategy(name)](space, seed, **kwargs)

@@ -41,7 +41,7 @@ class EvaluationRecord:
     Example::
 
         record = metric.evaluation_record(scores={"search": 0.61, "validation": 0.58, "test": 0.6})
-        bench = record.benchmark()          # the same benchmark, data and split
+        bench = recorded_benchmark(record)  # memarch.benchmarks: the same benchmark, data and split
         record.scores["test"], record.objective
 
     Args:
@@ -108,25 +108,6 @@ class EvaluationRecord:
             raise DataError(f"{where} (split fractions must give search, validation and test shares "
                             f"summing to 1, not {fractions!r})")
         return cls(**{k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()})
-
-    def benchmark_instance(self, *, data: str | None = None, knobs: dict[str, Any] | None = None,
-                           keep_split_seed: bool = True) -> Any:
-        """The recorded benchmark, data and split; ``data`` / ``knobs`` override the recorded ones.
-
-        The split settings are set after construction because the constructors name the split
-        seed differently (``seed`` for file-backed benchmarks, ``split_seed`` for generated ones).
-        """
-        from memarch.benchmarks import get_benchmark
-
-        bench = get_benchmark(self.benchmark, data if data is not None else self.data,
-                              **{**self.knobs, **(knobs or {})})
-        split = dict(self.split)
-        if not keep_split_seed:
-            split.pop("seed", None)
-        for name, value in split.items():
-            if hasattr(bench, name):
-                setattr(bench, name, dict(value) if isinstance(value, dict) else value)
-        return bench
 
 
 def split_settings(bench: Any) -> dict[str, Any]:

@@ -48,7 +48,7 @@ class MemoryProgram(dspy.Module):
     ``evaluation`` (an `EvaluationRecord`, set by compile) says how the program's reported scores
     were measured; ``memarch evaluate --program FILE`` reproduces them from it. ``reader_prompts``
     (``{"answer": {"instructions", "demos"}}``, set by prompt optimisation) is the prompt of the
-    `MemoryReader` the scores were read with (see `memarch.optimizers.prompts`).
+    `MemoryReader` the scores were read with (see `memarch.optimizers.prompts.optimize`).
     """
 
     def __init__(self, architecture: Architecture | dict, *, resources: Resources | None = None,

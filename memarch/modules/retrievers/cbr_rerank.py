@@ -9,7 +9,7 @@ import dspy
 
 from memarch.modules.retrievers._cases import best_cases, case_text
 from memarch.modules.retrievers._config import settings
-from memarch.modules.retrievers._lexical import overlap, tokenize
+from memarch.modules.stores.lexical import overlap, tokenize
 from memarch.modules.retrievers._lm import ask
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.signatures.retrievers import RerankCandidates

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from memarch.modules.retrievers._config import settings
-from memarch.modules.retrievers._lexical import lexical_index
+from memarch.modules.stores.lexical import lexical_index
 from memarch.modules.retrievers.base import Retriever, eligible
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query

@@ -3,13 +3,25 @@ write by write: new items append rows, removed ones retire theirs, so a read aft
 one embedding instead of re-reading every vector."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from memarch.modules.stores.base import Store
     from memarch.pipeline.items import MemoryItem
+
+
+class RowSource(Protocol):
+    """What the rows read of their store (a `Store`; a protocol so the store's base may own them)."""
+
+    resources: Any
+
+    def list(self, namespace: str) -> list["MemoryItem"]: ...
+    def vectors(self, items: list["MemoryItem"]) -> np.ndarray: ...
+    def position(self, item_id: str, namespace: str) -> int: ...
+    def version(self, namespace: str) -> int: ...
+    def changes_since(self, namespace: str, version: int) -> Any: ...
+    def get(self, item_id: str, namespace: str) -> "MemoryItem | None": ...
 
 FIRST_CHUNK = 64
 
@@ -38,7 +50,7 @@ class DenseRows:
         self.version = -1
 
     @classmethod
-    def build(cls, store: "Store", namespace: str) -> "DenseRows":
+    def build(cls, store: RowSource, namespace: str) -> "DenseRows":
         items = store.list(namespace)
         rows = cls(store.resources.embedder.dim)
         if items:
@@ -46,7 +58,7 @@ class DenseRows:
         rows.version = store.version(namespace)
         return rows
 
-    def sync(self, store: "Store", namespace: str) -> bool:
+    def sync(self, store: RowSource, namespace: str) -> bool:
         """Catch up with the writes since the last sync; False when a rebuild is due instead
         (the journal does not reach back, or retired rows would outnumber live ones)."""
         version = store.version(namespace)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from memarch.modules.retrievers._lexical import lexical_index, tokenize
+from memarch.modules.stores.lexical import lexical_index, tokenize
 from memarch.modules.stores._notes import NOTE_SUFFIX, check_directory, parse, render, safe_name
 from memarch.modules.stores.base import Store
 from memarch.pipeline.files import atomic_write_text
@@ -48,7 +48,7 @@ class FilesStore(Store):
         resources: the embedder for dense search.
         root: directory of the notes (default: a temporary directory removed with the store).
         upsert, kv_schema, search_before_write: the memory scaffold the agent's policy follows
-            (see `memarch.pipeline.memory_skill`); the store itself only keeps them.
+            (see `memarch.benchmarks.agents.memory_skill`); the store itself only keeps them.
     """
 
     def __init__(self, resources: Resources | None = None, **config: Any):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memarch.optimizers.history import History, HistoryCache, TrialRecord
+from memarch.optimizers.search.history import History, HistoryCache, TrialRecord
 
 if TYPE_CHECKING:
     import optuna

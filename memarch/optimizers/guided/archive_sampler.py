@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from memarch.optimizers import optuna_internals
+from memarch.optimizers.search import optuna_internals
 from memarch.optimizers.guided.archive import (NO_MEMORY_ATTR, TEMPERATURE, Archive, record_round,
                                                sample_parents, set_no_memory)
 from memarch.optimizers.guided.champion import select_champion
-from memarch.optimizers.guided.diagnosis import diagnose
+from memarch.benchmarks.evaluation.diagnosis import diagnose
 from memarch.optimizers.guided.edits import describe
 from memarch.optimizers.guided.ledger import Ledger
 from memarch.optimizers.guided.observations import Observations
-from memarch.optimizers.guided.pareto import pareto_front
+from memarch.optimizers.search.pareto import pareto_front
 from memarch.optimizers.guided.planner import edit_menu
 from memarch.optimizers.guided.proposer import ProposalContext
 from memarch.optimizers.guided.sampler import GuidedSampler
-from memarch.optimizers.proposal import Proposal
+from memarch.optimizers.search.proposal import Proposal
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from optuna.study import Study
     from optuna.trial import FrozenTrial
 
-    from memarch.optimizers.history import History, TrialRecord
-    from memarch.optimizers.space import SearchSpace
+    from memarch.optimizers.search.history import History, TrialRecord
+    from memarch.optimizers.search.param_space import ParamSpace
     from memarch.pipeline.space import ArchitectureSpace
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class ArchiveSampler(GuidedSampler):
         study.optimize(objective, n_trials=30)   # objective stores results with record_result
 
     Args:
-        space: a `SearchSpace`, an `ArchitectureSpace` or a family name.
+        space: a `ParamSpace`, an `ArchitectureSpace` or a family name.
         k: parents per round (each gives at most one child).
         meta_lm: the diagnoser and proposer LM (None: the LM-free rules).
         seed: seed of the parent draws and of the default independent sampler.
@@ -71,7 +71,7 @@ class ArchiveSampler(GuidedSampler):
         min_history, independent_sampler, objectives: as in `GuidedSampler`.
     """
 
-    def __init__(self, space: "SearchSpace | ArchitectureSpace | str", *, k: int = 3, meta_lm: Any = None,
+    def __init__(self, space: "ParamSpace | ArchitectureSpace | str", *, k: int = 3, meta_lm: Any = None,
                  seed: int | None = None, no_memory: "float | Callable[[], Any] | None" = None,
                  temperature: float = TEMPERATURE, min_history: int | None = None,
                  independent_sampler: "BaseSampler | None" = None, objectives: tuple[str, ...] | None = None):

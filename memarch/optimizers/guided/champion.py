@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from scipy.stats import binomtest
 
-from memarch.optimizers.history import History, TrialRecord
+from memarch.optimizers.search.history import History, TrialRecord
 
 ALPHA = 0.10
 

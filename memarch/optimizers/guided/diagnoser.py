@@ -7,7 +7,7 @@ from typing import Any
 
 import dspy
 
-from memarch.optimizers.guided.diagnosis import Diagnosis
+from memarch.benchmarks.evaluation.diagnosis import Diagnosis
 from memarch.optimizers.guided.gradient import TextualGradient, rule_gradient
 
 logger = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ class Diagnoser(dspy.Module):
 
     def __init__(self, lm: Any = None):
         super().__init__()
-        from memarch.modules.signatures.search import DiagnoseFailures
+        from memarch.optimizers.guided.signatures import DiagnoseFailures
 
         self.lm = lm
         self.predict = dspy.Predict(DiagnoseFailures)

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memarch.optimizers.guided.diagnosis import Diagnosis
+from memarch.benchmarks.evaluation.diagnosis import Diagnosis
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from memarch.optimizers.guided.champion import ALPHA, sign_test
-from memarch.optimizers.history import History
+from memarch.optimizers.search.history import History
 
 ACTIVE, PENDING, REFUTED, INERT = "active", "pending", "refuted", "inert"
 FIELDS = ("encode", "store", "retrieve", "manage")

@@ -10,7 +10,7 @@ import dspy
 
 from memarch.optimizers.guided.edits import describe
 from memarch.optimizers.guided.proposer import AttributionProposer, ProposalContext
-from memarch.optimizers.proposal import Proposal
+from memarch.optimizers.search.proposal import Proposal
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import RULES
 
@@ -23,7 +23,7 @@ class LMProposer(dspy.Module):
 
     def __init__(self, lm: Any):
         super().__init__()
-        from memarch.modules.signatures.search import ProposeArchitectures
+        from memarch.optimizers.guided.signatures import ProposeArchitectures
 
         self.lm = lm
         self.predict = dspy.Predict(ProposeArchitectures)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memarch.optimizers.proposal import Proposal
+from memarch.optimizers.search.proposal import Proposal
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.trial import TrialResult
 
 if TYPE_CHECKING:
-    from memarch.optimizers.space import SearchSpace
+    from memarch.optimizers.search.param_space import ParamSpace
     from memarch.pipeline.knobs import Knob
 
 MIN_SHARE = 0.2  # share of the retrieve failures a move must be able to recover
@@ -41,18 +41,18 @@ class NumericMove:
         return asdict(self)
 
 
-def _knob(space: "SearchSpace", arch: Architecture, key: str) -> tuple[str, "Knob"] | None:
+def _knob(space: "ParamSpace", arch: Architecture, key: str) -> tuple[str, "Knob"] | None:
     """(optuna name, Knob) of ``key`` on the modules ``arch`` chooses."""
     params = space.to_params(arch)
     return next(((name, knob) for name, k, knob in space.chosen_knobs(params) if k == key), None)
 
 
-def top_k_move(result: TrialResult, space: "SearchSpace") -> NumericMove | None:
+def top_k_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
     """``retrieve.top_k t -> 2t`` when at least `MIN_SHARE` of the retrieve failures had their gold
     at rank t+1..2t of a deeper read, in reads that ``top_k`` (not the context budget) cut short.
 
     Reads the ``gold_rank`` / ``read_items`` / ``top_k`` evidence the evaluation records for
-    retrieve failures (`memarch.benchmarks.attribution.gold_rank`); None without it.
+    retrieve failures (`memarch.benchmarks.evaluation.attribution.gold_rank`); None without it.
     """
     arch = result.architecture
     if arch is None or space.mode != "full":
@@ -80,7 +80,7 @@ def top_k_move(result: TrialResult, space: "SearchSpace") -> NumericMove | None:
                        [o.query_id for o in hits[:5]])
 
 
-def with_knob(space: "SearchSpace", arch: Architecture, key: str, value: float | int) -> Architecture | None:
+def with_knob(space: "ParamSpace", arch: Architecture, key: str, value: float | int) -> Architecture | None:
     """``arch`` with one knob set (dropped from params when it is the default); None if not its knob."""
     found = _knob(space, arch, key)
     if found is None:
@@ -107,7 +107,7 @@ def steps(knob: "Knob", value: float | int) -> list[float | int]:
     return out
 
 
-def numeric_proposals(space: "SearchSpace", leader: TrialResult, blocked: set[str], *, primary: str = "",
+def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str], *, primary: str = "",
                       inert: set[str] = frozenset(), inert_knobs: set[str] = frozenset()
                       ) -> tuple[NumericMove | None, list[Proposal]]:
     """The round's numeric proposal (at most one) for the leader: the trace-backed move when there

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from memarch.optimizers.history import History
+from memarch.optimizers.search.history import History
 from memarch.pipeline.architecture import Architecture
 
 FIELDS = ("encode", "store", "retrieve", "manage")

@@ -8,20 +8,20 @@ from typing import TYPE_CHECKING, Any
 
 from memarch.optimizers.guided.champion import ALPHA, select_champion
 from memarch.optimizers.guided.diagnoser import Diagnoser
-from memarch.optimizers.guided.diagnosis import diagnose
+from memarch.benchmarks.evaluation.diagnosis import diagnose
 from memarch.optimizers.guided.edits import candidate_edits
 from memarch.optimizers.guided.ledger import Ledger
 from memarch.optimizers.guided.observations import Observations
-from memarch.optimizers.guided.pareto import objective_front, pareto_front
+from memarch.optimizers.search.pareto import objective_front, pareto_front
 from memarch.optimizers.guided.lm_proposer import LMProposer
 from memarch.optimizers.guided.numeric import numeric_proposals
 from memarch.optimizers.guided.proposer import AttributionProposer, ProposalContext
-from memarch.optimizers.study_objectives import SINGLE, values_of
+from memarch.optimizers.search.objectives import SINGLE, values_of
 
 if TYPE_CHECKING:
-    from memarch.optimizers.history import History
-    from memarch.optimizers.proposal import Proposal
-    from memarch.optimizers.space import SearchSpace
+    from memarch.optimizers.search.history import History
+    from memarch.optimizers.search.proposal import Proposal
+    from memarch.optimizers.search.param_space import ParamSpace
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.space import ArchitectureSpace
 
@@ -57,7 +57,7 @@ class RoundPlanner:
 
     def plan(self, history: "History", space: "ArchitectureSpace", *, k: int | None = None,
              taken: set[str] | None = None, objectives: tuple[str, ...] = SINGLE,
-             search_space: "SearchSpace | None" = None) -> list["Proposal"]:
+             search_space: "ParamSpace | None" = None) -> list["Proposal"]:
         """Up to ``k`` proposals for the next round; ``taken``: keys running or queued elsewhere;
         ``objectives``: the study's (several: the leader is a member of their Pareto front). With a
         full ``search_space`` one of them is a numeric move of a knob (see numeric.py)."""

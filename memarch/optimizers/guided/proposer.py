@@ -7,13 +7,13 @@ import logging
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
-from memarch.optimizers.guided.diagnosis import Diagnosis
+from memarch.benchmarks.evaluation.diagnosis import Diagnosis
 from memarch.optimizers.guided.edits import Edit, candidate_edits, describe, with_choice
 from memarch.optimizers.guided.gradient import TextualGradient
 from memarch.optimizers.guided.ledger import Ledger
 from memarch.optimizers.guided.observations import Observations
-from memarch.optimizers.history import History, TrialRecord
-from memarch.optimizers.proposal import Proposal
+from memarch.optimizers.search.history import History, TrialRecord
+from memarch.optimizers.search.proposal import Proposal
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import ArchitectureSpace
 

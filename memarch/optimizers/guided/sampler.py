@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING, Any
 from optuna.samplers import BaseSampler, RandomSampler
 from optuna.trial import TrialState
 
-from memarch.optimizers import optuna_internals
+from memarch.optimizers.search import optuna_internals
 from memarch.optimizers.guided.champion import ALPHA
 from memarch.optimizers.guided.planner import RoundPlanner
-from memarch.optimizers.history import PROPOSAL_PREFIX, History, HistoryCache
-from memarch.optimizers.space import SearchSpace
-from memarch.optimizers.study import study_objectives
+from memarch.optimizers.search.history import PROPOSAL_PREFIX, History, HistoryCache
+from memarch.optimizers.search.param_space import ParamSpace
+from memarch.optimizers.search.study import study_objectives
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
     from optuna.study import Study
     from optuna.trial import FrozenTrial
 
-    from memarch.optimizers.proposal import Proposal
+    from memarch.optimizers.search.proposal import Proposal
     from memarch.pipeline.space import ArchitectureSpace
 
 logger = logging.getLogger(__name__)
@@ -42,9 +42,9 @@ class GuidedSampler(BaseSampler):
     Example::
 
         import optuna
-        from memarch import GuidedSampler, SearchSpace, record_result
+        from memarch import GuidedSampler, ParamSpace, record_result
 
-        space = SearchSpace.for_family("conversation")
+        space = ParamSpace.for_family("conversation")
         def objective(trial):
             arch = space.suggest(trial)
             if not space.is_valid(arch):
@@ -54,7 +54,7 @@ class GuidedSampler(BaseSampler):
         study.optimize(objective, n_trials=20)
 
     Args:
-        space: a `SearchSpace`, an `ArchitectureSpace` or a family name.
+        space: a `ParamSpace`, an `ArchitectureSpace` or a family name.
         k: proposals per round (3 in AutoMem).
         meta_lm: the LM of the proposer and diagnoser (None: the LM-free attribution rules).
         seed: seed of the default independent sampler.
@@ -65,10 +65,10 @@ class GuidedSampler(BaseSampler):
         independent_sampler: where trials come from before that, and when a round is empty.
     """
 
-    def __init__(self, space: "SearchSpace | ArchitectureSpace | str", *, k: int = 3, meta_lm: Any = None,
+    def __init__(self, space: "ParamSpace | ArchitectureSpace | str", *, k: int = 3, meta_lm: Any = None,
                  seed: int | None = None, alpha: float = ALPHA, min_history: int | None = None,
                  independent_sampler: BaseSampler | None = None, objectives: tuple[str, ...] | None = None):
-        self.space = SearchSpace.of(space)
+        self.space = ParamSpace.of(space)
         self.objectives = tuple(objectives) if objectives else None
         self.k = int(k)
         self.seed = seed

@@ -1,0 +1,305 @@
+"""`Memory`: a compiled program as the long-term memory of a live app — add a user's messages,
+search them later, across restarts and from several processes (SQLite underneath, see
+`MemoryDB`), every result with its provenance and lineage."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from memarch.errors import DataError, MemarchError
+from memarch.pipeline.episodes import Episode, Query
+from memarch.pipeline.items import MemoryItem
+from memarch.app.database import MemoryDB
+from memarch.app.messages import Messages, as_messages, as_time, conversation_episode
+from memarch.app.program_file import build_program, read_program
+from memarch.pipeline.resources import Resources
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MemoryRecord:
+    """One memory item as an app sees it: what it says, how it scored, where it came from.
+
+    Example::
+
+        hit = memory.search("where does Ana work?", user_id="ana")[0]
+        hit.text, hit.score, hit.encoder, hit.episode_id, hit.source_ids, hit.merged_from
+
+    Args:
+        id: the item id (for `Memory.history`, `Memory.delete`).
+        text: the memory's text.
+        user_id: whose memory it is.
+        encoder: the encoder that wrote it (``turn``, ``fact``, ...).
+        score: the retriever's score (None outside a search).
+        episode_id: the `add` call it came from (``e12``); source_ids: its turns (``e12:0``).
+        event_time: when it happened (the add's timestamp, or the date the encoder found).
+        status: ``active``, ``superseded`` or ``deleted``.
+        lineage: what encoders and the manager did to it, oldest first.
+        fields: the encoder's structured output.
+    """
+
+    id: str
+    text: str
+    user_id: str
+    encoder: str
+    score: float | None = None
+    episode_id: str | None = None
+    source_ids: list[str] = field(default_factory=list)
+    event_time: str | None = None
+    status: str = "active"
+    lineage: list[dict[str, Any]] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, item: MemoryItem, score: float | None = None) -> "MemoryRecord":
+        d = item.to_dict()
+        return cls(id=item.id, text=item.text, user_id=item.namespace, encoder=item.kind, score=score,
+                   episode_id=item.episode_id, source_ids=list(item.source_ids), event_time=item.event_time,
+                   status=item.status, lineage=d["lineage"], fields=d["fields"])
+
+    @property
+    def merged_from(self) -> list[str]:
+        """Ids of the items the manager merged into this one."""
+        return [i for e in self.lineage if e["action"] == "merged_from" for i in e["related"]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class Memory:
+    """A compiled memory program with persistent, shared state under ``path``.
+
+    Example::
+
+        memory = Memory.load("program.json", path="mem/")
+        memory.add([{"role": "user", "content": "I moved to Lisbon in May."}], user_id="ana")
+        for hit in memory.search("where does Ana live?", user_id="ana", limit=3):
+            print(hit.score, hit.text, hit.episode_id, hit.source_ids)
+        memory.history(hit.id)            # what the encoder and the manager did to it
+        memory.delete(user_id="ana")      # everything of ana's, from disk too
+
+    Args:
+        program: a saved program (``memarch compile --out``), a bare architecture JSON, or an
+            `Architecture` / `MemoryProgram`; its saved memory bank, if any, is not used (logged).
+        path: directory of the state (``memory.db``, SQLite in WAL mode); created if missing.
+            Another process (or a restart) that loads the same program on the same path shares it.
+        resources: embedder and LM (default: the program's embedder, no LM).
+
+    Every add is one transaction under the write lock (an flock, then SQLite's): the writer first
+    applies what other processes committed, so the manager curates against the whole memory and
+    nothing is lost. A search first applies committed changes (one counter read when there are none).
+    """
+
+    def __init__(self, program: Any, path: str | Path, *, resources: Resources | None = None):
+        data, source, self.resources = read_program(program, resources)
+        self._source = source
+        self._data = data
+        self._lock = threading.RLock()
+        self.db = MemoryDB(path)
+        self.path = self.db.directory
+        self.program, self._touched = build_program(data, self.resources, source)
+        self._claim(data)
+        self._seen = (-1, -1)
+        self._reload()
+
+    @classmethod
+    def load(cls, program: Any, path: str | Path, *, resources: Resources | None = None) -> "Memory":
+        """`Memory(program, path)`: the compiled program's memory, state under ``path``."""
+        return cls(program, path, resources=resources)
+
+    # -- the app's API -------------------------------------------------------------------------------
+    def add(self, messages: Messages, *, user_id: str = "default", timestamp: Any = None) -> list[MemoryRecord]:
+        """Write messages (a string or ``[{"role", "content"}]``) as one conversation session of
+        ``user_id``, dated ``timestamp`` (default now, UTC); returns the items the manager kept."""
+        ns = _user(user_id)
+        said, when = as_messages(messages), as_time(timestamp)
+        if self.program.family == "experience":
+            raise MemarchError(f"{self._source}: an experience-family program (encoders "
+                               f"{', '.join(self.program.architecture.encode)}) reads agent steps, not "
+                               "messages; use add_episode")
+        return self._write(ns, when.isoformat(),
+                           lambda n: conversation_episode(said, episode_id=f"e{n}", namespace=ns, when=when))
+
+    def add_episode(self, episode: Episode, *, user_id: str | None = None) -> list[MemoryRecord]:
+        """Write any `Episode` (an agent trajectory for experience programs) for ``user_id``."""
+        ns = _user(user_id if user_id is not None else episode.namespace)
+        return self._write(ns, episode.time, lambda n: dataclasses.replace(
+            episode, id=episode.id or f"e{n}", namespace=ns))
+
+    def search(self, query: str, *, user_id: str = "default", limit: int | None = None) -> list[MemoryRecord]:
+        """The program's read for ``user_id``: at most ``limit`` (default the program's top_k)
+        items, best first, each with score and provenance; other users' items never appear."""
+        with self._lock:  # records are built before another thread's write can change the items
+            return [MemoryRecord.of(s.item, s.score) for s in self._read(query, user_id, limit).items]
+
+    def context(self, query: str, *, user_id: str = "default", limit: int | None = None) -> str:
+        """The context the program would give the model (its token budget applied)."""
+        return self._read(query, user_id, limit).context
+
+    def history(self, item_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:
+        """The item's lineage, oldest first: created by which encoder, then every manager action
+        (``merged_from`` with the merged ids, ``superseded_by``, ``deleted``...)."""
+        return self.get(item_id, user_id=user_id).lineage
+
+    def source(self, item_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:
+        """The messages an item was written from: ``[{"turn_id", "speaker", "text"}]`` (the
+        steps, for an agent episode)."""
+        record = self.get(item_id, user_id=user_id)
+        with self._lock, self.db.read():
+            episode = self.db.episode(record.episode_id, record.user_id) if record.episode_id else None
+        if episode is None:
+            return []
+        wanted = set(record.source_ids)
+        turns = [{"turn_id": t["id"], "speaker": t["speaker"], "text": t["text"]} for t in episode.get("turns", [])]
+        steps = [{"step_id": s["id"], "action": s["action"], "observation": s["observation"]}
+                 for s in episode.get("steps", [])]
+        return [m for m in turns + steps if m.get("turn_id", m.get("step_id")) in wanted]
+
+    def get(self, item_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        """One item (also a superseded or deleted one) as committed now."""
+        with self._lock, self.db.read():
+            rows = self.db.find(item_id, None if user_id is None else _user(user_id))
+        if not rows:
+            whose = "" if user_id is None else f" of user {user_id!r}"
+            raise MemarchError(f"no memory item {item_id!r}{whose} in {self.path}")
+        if len(rows) > 1:
+            raise MemarchError(f"memory item {item_id!r} exists for several users; pass user_id")
+        return MemoryRecord.of(MemoryItem.from_dict(rows[0]))
+
+    def get_all(self, *, user_id: str = "default", include_deleted: bool = False) -> list[MemoryRecord]:
+        """Every item of ``user_id`` as committed now, in the order they were written."""
+        with self._lock, self.db.read():
+            rows = self.db.namespace_items(_user(user_id))
+        items = [MemoryItem.from_dict(r) for r in rows]
+        return [MemoryRecord.of(it) for it in items if include_deleted or it.active]
+
+    def delete(self, *, user_id: str, item_id: str | None = None) -> int:
+        """With ``item_id``: tombstone that item (it leaves search, its history says ``deleted``).
+        Without: remove every item and message of ``user_id`` from disk. Returns items affected."""
+        ns = _user(user_id)
+        if item_id is not None:
+            def tombstone(_n: int) -> None:
+                if self.program.store.get(item_id, ns) is None:
+                    raise MemarchError(f"no active memory item {item_id!r} of user {user_id!r}")
+                self.program.store.delete(item_id, ns, reason="deleted by the app", actor="app")
+            self._write(ns, None, tombstone, new_episode=False)
+            return 1
+        with self._lock:
+            with self.db.write():
+                removed, episodes = self.db.purge(ns)
+                self.db.bump(purge=True)
+            log.info("deleted user %r: %d items, %d episodes", ns, removed, episodes)
+            self._reload()
+        return removed
+
+    def count(self, *, user_id: str = "default") -> int:
+        """Active items of ``user_id`` in this process's view (after catching up)."""
+        with self._lock:
+            self._catch_up()
+            return self.program.store.count(_user(user_id))
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Memory({self.program.architecture.key()!r}, path={str(self.path)!r})"
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _read(self, query: str, user_id: str, limit: int | None):
+        if not isinstance(query, str) or not query.strip():
+            raise MemarchError("query: expected a non-empty string")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise MemarchError(f"limit: expected a positive integer, got {limit!r}")
+        ns = _user(user_id)
+        with self._lock:
+            self._catch_up()
+            return self.program.read(Query(text=query, namespace=ns), top_k=limit)
+
+    def _write(self, ns: str, time: str | None, make: Callable[[int], Episode | None], *,
+               new_episode: bool = True) -> list[MemoryRecord]:
+        """One transaction: catch up, write through the program, persist every item it touched."""
+        with self._lock:
+            writing = False
+            try:
+                with self.db.write():
+                    self._catch_up(in_transaction=True)
+                    self._touched.clear()
+                    kept: list[MemoryItem] = []
+                    n = self.db.new_episode(ns, time) if new_episode else 0
+                    episode = make(n)
+                    if episode is not None:
+                        self.program.episodes_written[ns] = self.db.episode_count(ns) - 1
+                        writing = True
+                        kept = self.program.write(episode)
+                        self.db.save_episode(n, episode.to_dict())
+                    seq = self.db.bump()
+                    self.db.upsert(self._touched.rows(self.program.store), seq)
+            except BaseException:
+                if writing or self._touched.keys:
+                    # The program may hold changes the rollback undid: rebuild it from what is committed.
+                    self._reload()
+                raise
+            self._seen = (seq, self._seen[1])
+        return [MemoryRecord.of(it) for it in kept]
+
+    def _catch_up(self, *, in_transaction: bool = False) -> None:
+        """Apply what other processes committed since this one last looked."""
+        if not in_transaction:
+            with self.db.read():
+                return self._catch_up(in_transaction=True)
+        changes, purges = self.db.counters()
+        if purges != self._seen[1]:
+            self._reload(in_transaction=True)
+        elif changes != self._seen[0]:
+            rows = self.db.items(since=self._seen[0])
+            self.program.store.add([MemoryItem.from_dict(r) for r in rows])
+            self._seen = (changes, purges)
+
+    def _reload(self, *, in_transaction: bool = False) -> None:
+        """A fresh program holding every committed item, in the order they were first written."""
+        if not in_transaction:
+            with self.db.read():
+                return self._reload(in_transaction=True)
+        changes, purges = self.db.counters()
+        rows = self.db.items(since=0)
+        if self._seen != (-1, -1):  # the first load already built one
+            self.program, self._touched = build_program(self._data, self.resources, self._source)
+        if rows:
+            self.program.store.add([MemoryItem.from_dict(r) for r in rows])
+        self._touched.clear()
+        self._seen = (changes, purges)
+
+    def _claim(self, data: dict) -> None:
+        """The first program to use ``path`` owns it: items written by another architecture would
+        be read by the wrong retriever, so a different one is refused."""
+        want = json.loads(json.dumps({k: data.get(k) for k in ("architecture", "config", "embedder")}))
+        with self.db.write():
+            have = self.db.get_meta("program")
+            if have is None:
+                self.db.set_meta("program", want)
+        if have is not None and have != want:
+            from memarch.pipeline.architecture import Architecture
+
+            self.db.close()
+            raise DataError(f"{self.path}: holds the memory of {Architecture.from_dict(have['architecture']).key()}"
+                            f" (embedder {have.get('embedder')}), not of {self._source} "
+                            f"({self.program.architecture.key()}, embedder {want.get('embedder')}); "
+                            "use another path")
+
+
+def _user(user_id: Any) -> str:
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise MemarchError(f"user_id: expected a non-empty string, got {user_id!r}")
+    return user_id

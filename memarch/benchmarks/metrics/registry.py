@@ -1,0 +1,47 @@
+"""The metric registry: the quality metrics a conversation trial is scored by, which one is the
+default, and how each is named in printed output (agent benchmarks always use their task score).
+A *metric* measures one evaluation; a study's *objectives* (`memarch.optimizers.search.objectives`)
+are the metric and the costs it optimises."""
+from __future__ import annotations
+
+from typing import Any
+
+METRICS = ("answer_span", "answer_recall", "evidence_recall", "qa_f1", "judge")
+LM_METRICS = ("qa_f1", "judge")  # need a reader (and, for judge, a judge)
+
+
+def default_metric(reader: Any = None) -> str:
+    """The metric of a conversation benchmark when none is named: QA F1 with an LM reader,
+    else the strict LM-free `answer_span`."""
+    return "qa_f1" if reader is not None else "answer_span"
+
+
+def check_metric(objective: str | None, reader: Any = None, judge: Any = None) -> str:
+    """The objective to use (the default for None); ValueError for an unknown name or an LM
+    objective without its reader or judge."""
+    objective = objective or default_metric(reader)
+    if objective not in METRICS:
+        raise ValueError(f"objective must be one of {', '.join(METRICS)}, not {objective!r}")
+    if objective in LM_METRICS and reader is None:
+        raise ValueError(f"objective {objective} needs an LM reader (without one: answer_span, answer_recall "
+                         "or evidence_recall)")
+    if objective == "judge" and judge is None:
+        raise ValueError("objective judge needs an answer judge")
+    return objective
+
+
+def explain_metric(objective: str, budget_tokens: int | None = 200) -> str:
+    """What an objective measures, in a few words ("" for an unknown name)."""
+    cut = f"the context cut at {budget_tokens} words" if budget_tokens else "the whole context"
+    return {"answer_span": f"LM-free: gold answer contiguous in {cut}",
+            "answer_recall": f"LM-free: share of gold answer tokens anywhere in {cut}",
+            "evidence_recall": "LM-free: share of gold evidence turns among the retrieved items' sources",
+            "qa_f1": "LM reader's answer, LoCoMo token F1", "judge": "LM judge's verdict on the reader's answer",
+            "task_score": "the agent benchmark's task score"}.get(objective, "")
+
+
+def describe_metric(objective: str, budget_tokens: int | None = 200) -> str:
+    """An objective named for printed output: "answer_span (LM-free: gold answer contiguous in the
+    context cut at 200 words)"."""
+    what = explain_metric(objective, budget_tokens)
+    return f"{objective} ({what})" if what else objective

@@ -1,0 +1,202 @@
+"""`compare`: strategies side by side on equal terms — the same warm start per seed, the same
+budget of distinct evaluated architectures — over several seeds: best-so-far curves, trials to
+reach a target, each run's pick chosen on validation and reported on test beside the
+human-designed presets and the no-memory agent; the winning strategy is chosen on validation."""
+from __future__ import annotations
+
+import logging
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from memarch.optimizers.compile import CompileReport, MemarchOptimizer
+from memarch.pipeline.presets import NO_MEMORY, presets_for
+from memarch.optimizers.search.runner import Metric
+from memarch.pipeline.space import ArchitectureSpace
+
+if TYPE_CHECKING:
+    from memarch.optimizers.fronts import FrontSummary
+
+logger = logging.getLogger(__name__)
+
+
+def trials_to_target(curve: list[float], target: float) -> int | None:
+    """1-based trial at which the best-so-far first reaches ``target`` (None: never)."""
+    return next((i + 1 for i, v in enumerate(curve) if v >= target - 1e-12), None)
+
+
+@dataclass
+class Comparison:
+    """Runs per strategy and the baselines' test scores.
+
+    Example::
+
+        cmp = compare(metric, "conversation", ["guided", "random", "tpe"], seeds=3, budget=20)
+        print(cmp.table()); cmp.plot("compare.png")
+    """
+
+    budget: int
+    target: float
+    runs: dict[str, list[CompileReport]] = field(default_factory=dict)
+    baselines: dict[str, float] = field(default_factory=dict)  # preset name / no-memory -> test score
+    failed_baselines: dict[str, str] = field(default_factory=dict)  # preset name -> error
+    objective: str = ""
+    warm_start: str = "presets"
+    objectives: tuple[str, ...] = ("quality",)
+
+    def fronts(self) -> "FrontSummary | None":
+        """Each strategy's search fronts and hypervolumes (None with one objective)."""
+        if len(self.objectives) < 2:
+            return None
+        from memarch.optimizers.fronts import FrontSummary
+
+        return FrontSummary.of(self.runs, self.objectives)
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for strat, reports in self.runs.items():
+            hits = [trials_to_target(r.curve, self.target) for r in reports]
+            reached = [h for h in hits if h is not None]
+            tests = [r.test_score for r in reports if r.test_score is not None]
+            vals = [r.validation_score for r in reports]
+            counts: dict[str, int] = {}
+            for r in reports:
+                for k, v in r.counts.items():
+                    counts[k] = counts.get(k, 0) + int(v)
+            out.append({
+                "strategy": strat, "seeds": len(reports),
+                "validation_median": statistics.median(vals),
+                "best_search": statistics.median(r.curve[-1] for r in reports),
+                "trials_to_target": statistics.median(h if h is not None else self.budget + 1 for h in hits),
+                "reached": f"{len(reached)}/{len(reports)}",
+                "test_median": statistics.median(tests) if tests else float("nan"),
+                "test_min": min(tests) if tests else float("nan"),
+                "test_max": max(tests) if tests else float("nan"),
+                "tokens": statistics.median(r.tokens for r in reports),
+                "picks": sorted({r.architecture.key() for r in reports}),
+                "counts": counts,
+            })
+        return out
+
+    def best_preset(self) -> tuple[str, float] | None:
+        named = {k: v for k, v in self.baselines.items() if k != NO_MEMORY}
+        return max(named.items(), key=lambda kv: kv[1]) if named else None
+
+    def winner(self) -> str:
+        """The strategy whose picks score best on VALIDATION (median over seeds; ties: fewer trials
+        to target). Test scores are reported, never used to choose."""
+        return max(self.rows(), key=lambda r: (r["validation_median"], -r["trials_to_target"]))["strategy"]
+
+    def table(self) -> str:
+        w = max([11] + [len(r["strategy"]) + 1 for r in self.rows()])  # tpe-multivariate fits
+        head = (f"{'strategy':<{w}}{'seeds':>6}{'best search':>13}{'trials to target':>18}{'reached':>9}"
+                f"{'validation':>12}{'test (median [min-max])':>28}{'tokens':>10}")
+        lines = [f"objective: {self.objective or '?'}; budget {self.budget} distinct architectures per run "
+                 f"(warm start: {self.warm_start}, the same round 0 for every strategy of a seed); "
+                 f"target = {self.target:.4f} (search objective); trials to target: median, budget+1 when "
+                 f"not reached; picks chosen on validation", head, "-" * len(head)]
+        for r in self.rows():
+            lines.append(f"{r['strategy']:<{w}}{r['seeds']:>6}{r['best_search']:>13.4f}{r['trials_to_target']:>18g}"
+                         f"{r['reached']:>9}{r['validation_median']:>12.4f}{r['test_median']:>11.4f} "
+                         f"[{r['test_min']:.4f}-{r['test_max']:.4f}]{r['tokens']:>10.0f}")
+        if self.baselines:
+            lines.append("-" * len(head))
+            bp = self.best_preset()
+            if bp:
+                lines.append(f"{'best preset':<11} {bp[0]:<29}{'':>23}{bp[1]:>11.4f}")
+            if NO_MEMORY in self.baselines:
+                lines.append(f"{'no memory':<11} {'':<29}{'':>23}{self.baselines[NO_MEMORY]:>11.4f}")
+            for r in self.rows():
+                if bp:
+                    verdict = "beats" if r["test_median"] > bp[1] else "does not beat"
+                    lines.append(f"{r['strategy']}: median pick {verdict} the strongest hand-designed memory "
+                                 f"({bp[0]}, {bp[1]:.4f}) on test")
+        for name, error in self.failed_baselines.items():
+            lines.append(f"baseline {name} FAILED (not in the table): {error}")
+        for r in self.rows():
+            lines.append(f"{r['strategy']} picks: {', '.join(r['picks'])}")
+            shown = {k: v for k, v in r["counts"].items() if v and k not in ("evaluated", "rounds")}
+            if shown:
+                lines.append(f"{r['strategy']} over all seeds: " + ", ".join(f"{k} {v}" for k, v in sorted(shown.items())))
+        lines.append(f"winner (median validation score of the picks): {self.winner()}")
+        if len(self.objectives) == 1:
+            lines.append("one objective: quality ties broken by lower memory_tokens, then read_p95")
+        fronts = self.fronts()
+        if fronts is not None:
+            lines += fronts.lines()
+        return "\n".join(lines)
+
+    def plot(self, path: str | Path) -> Path:
+        from memarch.optimizers.search.curves import plot_curves
+
+        bp = self.best_preset()
+        title = "memarch compare: best-so-far (band: min-max over seeds)" + (f"; best preset {bp[0]}" if bp else "")
+        return plot_curves({s: [r.curve for r in reps] for s, reps in self.runs.items()}, path,
+                           target=self.target, title=title)
+
+    def plot_fronts(self, path: str | Path) -> Path | None:
+        """The search Pareto fronts of every run (None with one objective)."""
+        if len(self.objectives) < 2:
+            return None
+        from memarch.optimizers.fronts import plot_fronts
+
+        return plot_fronts(self.runs, self.objectives, path)
+
+
+def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str], *, seeds: int = 3,
+            budget: int = 20, target: float | None = None, lm: Any = None, meta_lm: Any = None,
+            storage: str | None = None, resume: bool = False, tracker_factory: Callable[[], Any] | None = None,
+            baselines: bool = True, finalists: int = 2, study_prefix: str = "compare",
+            on_trial: Callable | None = None, trainset: Any = "search", valset: Any = "validation",
+            testset: Any = "test", warm_start: Any = "presets", k: int = 3,
+            objectives: tuple[str, ...] | str = ("quality",), select: str = "quality",
+            space_mode: str = "categorical") -> Comparison:
+    """Run every strategy with every seed at the same budget and warm start; ``target`` defaults to
+    99% of the best search objective any run found. With several ``objectives`` every study is
+    multi-objective and the comparison adds each strategy's fronts and hypervolumes (`fronts`).
+    ``space_mode``: ``categorical`` or ``full``."""
+    from memarch.optimizers.search.objectives import parse_objectives
+
+    objectives = parse_objectives(objectives)
+    if isinstance(space, str):
+        space = ArchitectureSpace(space, lm_available=lm is not None)
+    names = {(strat, seed): f"{study_prefix}-{space.family}-{strat}-s{seed}" for strat in strategies
+             for seed in range(seeds)}
+    if storage and not resume:  # refuse before any run, not after the strategies before the clash ran
+        import optuna
+
+        from memarch.errors import MemarchError
+        from memarch.optimizers.search.study import make_storage
+
+        existing = set(optuna.study.get_all_study_names(make_storage(storage)))
+        clash = [n for n in names.values() if n in existing]
+        if clash:
+            raise MemarchError(f"study {clash[0]!r} already exists ({len(clash)} of this compare's "
+                               f"{len(names)} do); pass --resume to continue them or use another --study-name")
+    runs: dict[str, list[CompileReport]] = {}
+    for strat in strategies:
+        for seed in range(seeds):
+            opt = MemarchOptimizer(metric, strategy=strat, budget=budget, lm=lm, meta_lm=meta_lm, seed=seed,
+                                   storage=storage, resume=resume, finalists=finalists, warm_start=warm_start, k=k,
+                                   space_mode=space_mode,
+                                   study_name=names[(strat, seed)],
+                                   tracker=tracker_factory() if tracker_factory else None, on_trial=on_trial,
+                                   objectives=objectives, select=select)
+            opt.compile(space, trainset=trainset, valset=valset, testset=testset)
+            runs.setdefault(strat, []).append(opt.report)
+            logger.info("%s seed %d: pick %s test %s", strat, seed, opt.report.architecture.key(), opt.report.test_score)
+    best = max(r.curve[-1] for reports in runs.values() for r in reports)
+    objective = next((r.objective for reports in runs.values() for r in reports if r.objective), "")
+    cmp = Comparison(budget=budget, target=target if target is not None else 0.99 * best, runs=runs,
+                     objective=objective, warm_start=warm_start if isinstance(warm_start, str) else "custom",
+                     objectives=objectives)
+    if baselines:
+        for name, arch in [*presets_for(space).items(), (NO_MEMORY, None)]:
+            res = metric(arch, testset)
+            if res.failed:
+                cmp.failed_baselines[name] = str(res.error)[:300]
+                logger.warning("baseline %s failed on %s: %s", name, testset, res.error)
+            else:
+                cmp.baselines[name] = res.objective
+    return cmp

@@ -1,0 +1,199 @@
+"""Replay: search strategies run against a landscape as a tabular benchmark (the NAS-Bench way) — a
+trial is a lookup returning the real per-query outcomes — over many seeds, on equal terms (same
+warm start per seed, budgets of distinct architectures, the pick chosen on validation)."""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import optuna
+
+from memarch.optimizers.compile import choose_on_validation
+from memarch.optimizers.landscapes.report import ReplayReport, ReplayRun
+from memarch.pipeline.presets import warm_start_architectures
+from memarch.optimizers.search.runner import Search, StudyStopped
+from memarch.optimizers.search.param_space import ParamSpace
+from memarch.optimizers.strategies import check_strategy, make_sampler
+from memarch.optimizers.search.study import make_storage, open_study
+from memarch.pipeline.space import ArchitectureSpace, Violation
+
+if TYPE_CHECKING:
+    from memarch.optimizers.landscapes.table import Landscape
+
+logger = logging.getLogger(__name__)
+
+WARM_STARTS = ("presets", "none")
+
+
+def parse_strategy(spec: str) -> tuple[str, str | None]:
+    """``"guided"`` -> ("guided", None: the replay's warm start); ``"guided@none"`` -> a strategy
+    with its own warm start (the bench's cold-start guided)."""
+    name, _, warm = spec.partition("@")
+    check_strategy(name)
+    if warm and warm not in WARM_STARTS:
+        from memarch.errors import MemarchError
+
+        raise MemarchError(f"unknown warm start {warm!r} in {spec!r}; expected @{' or @'.join(WARM_STARTS)}")
+    return name, warm or None
+
+
+class LandscapeSubspace(ArchitectureSpace):
+    """The family's LM-free space restricted to what a landscape holds: architectures outside a
+    sampled landscape are invalid here (pruned, never counted), so strategies search the table."""
+
+    def __init__(self, landscape: "Landscape"):
+        super().__init__(landscape.family, lm_available=False)
+        self.landscape = landscape
+
+    def violations(self, arch):  # type: ignore[override]
+        v = super().violations(arch)
+        if not v and arch.canonical().key() not in self.landscape:
+            return [Violation("not-in-landscape", f"{arch.key()} is not in the landscape (a sample)")]
+        return v
+
+    def enumerate(self, *, valid_only: bool = True):  # type: ignore[override]
+        return (a for a in super().enumerate(valid_only=valid_only) if not valid_only or a.key() in self.landscape)
+
+
+class Replay:
+    """Run strategies against a landscape.
+
+    Example::
+
+        land = Landscape.load("locomo.npz")
+        replay = Replay(land, objective="answer_span", budget=20)
+        report = replay.run_all(["guided", "random", "tpe"], seeds=range(50))
+        print(report.table())
+
+    Args:
+        landscape: the table.
+        objective: a stored objective (default: the landscape's).
+        budget: distinct architectures per run (the warm start included); the pick comes from these.
+        horizon: how far runs continue to measure trials to a top architecture (>= budget).
+        warm_start: ``presets`` (k seeded presets, the same round 0 for every strategy of a seed) or ``none``.
+        k: guided proposals per round and warm-start size.
+        finalists: architectures re-scored on validation to choose the pick.
+        top_share: what a "top" architecture is: the best ``ceil(top_share x N)`` by search score,
+            ties broken by lower memory cost (exact ties with the last of them count as top too).
+    """
+
+    def __init__(self, landscape: "Landscape", *, objective: str | None = None, budget: int = 20,
+                 horizon: int | None = None, warm_start: str = "presets", k: int = 3, finalists: int = 3,
+                 top_share: float = 0.01, threshold: float = 0.5):
+        from memarch.optimizers.landscapes.table import LandscapeMetric
+
+        self.landscape = landscape
+        self.metric = LandscapeMetric(landscape, objective=objective, threshold=threshold)
+        self.objective = self.metric.objective
+        self.budget = int(budget)
+        self.horizon = max(int(horizon or 10 * budget), self.budget)
+        self.warm_start = warm_start
+        self.k, self.finalists, self.top_share = int(k), int(finalists), float(top_share)
+        self.space = LandscapeSubspace(landscape)
+        self.table = LandscapeTable(landscape, self.objective, top_share)
+
+    def run(self, spec: str, seed: int) -> ReplayRun:
+        name, warm = parse_strategy(spec)
+        warm = warm or self.warm_start
+        ss = ParamSpace(self.space)
+        sampler = make_sampler(name, ss, seed=seed, k=self.k, no_memory=lambda: self.metric(None, "search"))
+        study = open_study(f"{spec}-{seed}", make_storage(None), sampler, space=ss.describe())
+        if warm == "presets":
+            for arch in warm_start_architectures(self.space, seed, self.k)[:self.budget]:
+                study.enqueue_trial(ss.to_params(arch), user_attrs={"role": "warm_start"})
+        search = Search(self.metric, ss, budget=self.horizon, data="search", max_failures=5,
+                        stuck_limit=20 * self.horizon + 100)
+        stopped = None
+        try:
+            history = search.run(study)
+        except StudyStopped as exc:  # e.g. a strategy stuck on a small sampled landscape
+            from memarch.optimizers.search.history import History
+
+            stopped, history = str(exc), History.from_study(study)
+        keys = [r.architecture.key() for r in history.records]
+        from memarch.optimizers.search.history import History
+
+        prefix = History(history.records[:self.budget], cache=history.cache)
+        pick, val = choose_on_validation(prefix, self.metric, "validation", self.finalists)
+        counts = dict(search.stats())
+        if hasattr(sampler, "stats"):
+            counts.update(sampler.stats())
+        return ReplayRun(strategy=spec, seed=seed, keys=keys, pick=pick.key(), pick_validation=val[pick.key()],
+                         pick_test=float(self.table.test[self.landscape.index(pick)]),
+                         trials_to_top=self.table.first_top(keys), curve=history.best_so_far(),
+                         counts=counts, stopped=stopped)
+
+    def run_all(self, strategies: list[str], seeds: Any, *, workers: int = 1, progress: Any = None) -> "ReplayReport":
+        jobs = [(s, int(seed)) for s in strategies for seed in seeds]
+        runs: list[ReplayRun] = []
+        if workers > 1 and len(jobs) > 1:
+            import multiprocessing as mp
+
+            global _WORKER_REPLAY
+            _WORKER_REPLAY = self
+            with mp.get_context("fork").Pool(workers) as pool:
+                for run in pool.imap_unordered(_run_job, jobs):
+                    runs.append(run)
+                    if progress:
+                        progress(run)
+        else:
+            for job in jobs:
+                runs.append(self.run(*job))
+                if progress:
+                    progress(runs[-1])
+        order = {job: i for i, job in enumerate(jobs)}
+        runs.sort(key=lambda r: order[(r.strategy, r.seed)])
+        return ReplayReport(self, runs)
+
+
+_WORKER_REPLAY: Replay | None = None
+
+
+def _run_job(job: tuple[str, int]) -> ReplayRun:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    assert _WORKER_REPLAY is not None
+    return _WORKER_REPLAY.run(*job)
+
+
+class LandscapeTable:
+    """What replays are measured against: each architecture's search / validation / test score,
+    the top architectures by search score (ties: lower memory cost), the oracle (best test score)
+    and the presets."""
+
+    def __init__(self, landscape: "Landscape", objective: str, top_share: float = 0.01):
+        self.landscape = landscape
+        self.objective = objective
+        self.rows = [i for i, k in enumerate(landscape.keys) if k != "none"]
+        self.search = landscape.objective_values("search", objective)
+        self.validation = landscape.objective_values("validation", objective)
+        self.test = landscape.objective_values("test", objective)
+        cost_name = "memory_tokens" if f"cost_memory_tokens" in landscape.arrays else "memory_items"
+        self.cost = landscape.cost(cost_name) if f"cost_{cost_name}" in landscape.arrays else np.zeros(len(landscape))
+        ranked = sorted(self.rows, key=lambda i: (-self.search[i], self.cost[i], landscape.keys[i]))
+        n = max(1, math.ceil(top_share * len(self.rows)))
+        # Ties with the n-th (same search score and memory cost) are top too: nothing tells them apart.
+        last = ranked[n - 1]
+        self.top = {landscape.keys[i] for i in ranked
+                    if (self.search[i], -self.cost[i]) >= (self.search[last], -self.cost[last])}
+        self.n_top = len(self.top)
+        self.search_rank = {landscape.keys[i]: r + 1 for r, i in enumerate(ranked)}
+        by_test = sorted(self.rows, key=lambda i: (-self.test[i], self.cost[i], landscape.keys[i]))
+        self.oracle = by_test[0]
+        self.test_rank = {landscape.keys[i]: r + 1 for r, i in enumerate(by_test)}
+        presets = {n: landscape.index(k) for n, k in landscape.presets.items()}
+        self.presets = presets
+        self.best_preset = max(presets, key=lambda n: (self.test[presets[n]], -self.cost[presets[n]])) if presets else None
+
+    def first_top(self, keys: list[str]) -> int | None:
+        return next((i + 1 for i, k in enumerate(keys) if k in self.top), None)
+
+    def rank_percentile(self, key: str) -> float:
+        """Where an architecture's test score ranks: 0 = the oracle, 100 = the worst."""
+        return 100.0 * (self.test_rank[key] - 1) / max(1, len(self.rows) - 1)
+
+    def query_scores(self, row: int, split: str = "test") -> np.ndarray:
+        idx = self.landscape.splits[split]
+        return self.landscape.scores(self.objective)[row, idx].astype(np.float64)

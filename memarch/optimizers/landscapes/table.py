@@ -1,0 +1,279 @@
+"""`Landscape`: a tabular benchmark (the NAS-Bench way) — every architecture of a space (or a
+seeded sample) evaluated once on all questions, per-query outcomes and costs in one .npz, so a
+search can be replayed against it for free; and `LandscapeMetric`, the search's metric over it."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memarch.benchmarks.base import SPLITS
+from memarch.errors import DataError, MemarchError
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.files import atomic_write_bytes
+from memarch.pipeline.trial import MODULES, QueryOutcome, TrialResult
+
+FORMAT = "memarch.landscape/1"
+NONE = "none"  # the row of the no-memory baseline
+QUERY_ARRAYS = ("query_id", "query_split", "query_category", "question", "gold", "query_evidence")
+COSTS = ("memory_items", "memory_tokens", "memory_tokens_max_ns", "write_s", "read_s", "read_p50_ms",
+         "read_p95_ms", "embeddings_computed")  # a landscape built before one of them lacks its array
+EVIDENCE_SEP = "\x1f"
+
+
+def key_of(architecture: Architecture | str | None) -> str:
+    if architecture is None:
+        return NONE
+    return architecture if isinstance(architecture, str) else architecture.key()
+
+
+def architecture_of(key: str) -> Architecture | None:
+    """The inverse of ``Architecture.key()`` (None for the no-memory row)."""
+    if key == NONE:
+        return None
+    encode, store, retrieve, manage = key.split("|")
+    return Architecture(tuple(encode.split("+")), store, retrieve, manage)
+
+
+class _Split:
+    """What every lookup on one split needs, computed once: query indices, ids, categories, text."""
+
+    def __init__(self, land: "Landscape", code: int):
+        a = land.arrays
+        self.idx = np.flatnonzero(a["query_split"] == code)
+        self.ids = a["query_id"][self.idx].tolist()
+        cats = a["query_category"][self.idx]
+        self.categories, self.cat_code = np.unique(cats, return_inverse=True)
+        self.categories = self.categories.tolist()
+        self.cat_count = np.bincount(self.cat_code, minlength=len(self.categories))
+        self.cat_list = cats.tolist()
+        self.base = [{"question": q, "gold_answer": g}
+                     for q, g in zip(a["question"][self.idx].tolist(), a["gold"][self.idx].tolist())]
+        self.evidence = [e.split(EVIDENCE_SEP) if e else [] for e in a["query_evidence"][self.idx].tolist()]
+        self.has = {o: a[f"has_{o}"][self.idx] for o in land.objectives}
+        rows = np.stack([self.has[o] for o in land.objectives], axis=1) if land.objectives else np.ones((len(self.idx), 0), bool)
+        self.has_rows = [tuple(r) for r in rows.tolist()]
+        self.has_all = rows.all(axis=1).tolist()
+        self.static = list(zip(self.ids, self.base, self.cat_list, self.has_all, self.has_rows, self.evidence))
+
+
+class Landscape:
+    """Per-query outcomes and costs of every architecture of a space on one benchmark.
+
+    Example::
+
+        land = Landscape.load("generated.npz")
+        land.result(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").objective
+        land.objective_values("test", "answer_recall").max()     # the oracle's test score
+
+    Args:
+        meta: the build's description (format, benchmark, split, budget, space, objectives, ...).
+        arrays: ``keys``, ``group``, ``score_<objective>`` [A, Q], ``loss_stage`` [A, Q],
+            ``cost_<name>`` [A], and the query table (``query_id``, ``query_split``, ...,
+            ``has_<objective>`` [Q]: the question has a value of it, else the score is a fallback).
+        path: where it was loaded from (reported in results).
+    """
+
+    def __init__(self, meta: dict[str, Any], arrays: dict[str, np.ndarray], path: str | Path | None = None):
+        self.meta = meta
+        self.arrays = arrays
+        self.path = str(path) if path is not None else None
+        self.keys: list[str] = arrays["keys"].tolist()
+        self._index = {k: i for i, k in enumerate(self.keys)}
+        self.objectives: tuple[str, ...] = tuple(meta["objectives"])
+        self._splits: dict[str, _Split] = {}
+        self._values: dict[tuple[str, str], np.ndarray] = {}
+        self._archs: dict[int, Architecture | None] = {}
+
+    # -- files ------------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path) -> "Landscape":
+        """Read a landscape file; a missing or foreign file is a one-line DataError."""
+        path = Path(path)
+        if not path.is_file():
+            raise DataError(f"{path}: not found (expected a landscape .npz file)")
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {name: data[name] for name in data.files}
+            meta = json.loads(str(arrays.pop("meta")[()]))
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+            raise DataError(f"{path}: not a landscape file ({exc.__class__.__name__}: {exc})") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise DataError(f"{path}: not a landscape file (expected format {FORMAT!r})")
+        try:
+            return cls(meta, arrays, path)
+        except KeyError as exc:
+            raise DataError(f"{path}: not a complete landscape file (no {exc})") from None
+
+    def save(self, path: str | Path) -> Path:
+        """Write one compressed .npz atomically (a temp file in the same directory, then replace)."""
+        buf = io.BytesIO()
+        np.savez_compressed(buf, meta=np.array(json.dumps(self.meta)), **self.arrays)
+        atomic_write_bytes(path, buf.getvalue())
+        self.path = str(path)
+        return Path(path)
+
+    # -- the table --------------------------------------------------------------------------------
+    @property
+    def family(self) -> str:
+        return self.meta["family"]
+
+    @property
+    def benchmark(self) -> str:
+        return self.meta["benchmark"]
+
+    @property
+    def default_metric(self) -> str:
+        return "answer_span" if "answer_span" in self.objectives else self.objectives[0]
+
+    @property
+    def splits(self) -> dict[str, np.ndarray]:
+        """Split name -> indices of its questions in the query table (stream order)."""
+        return {s: self._split(s).idx for s in SPLITS}
+
+    @property
+    def presets(self) -> dict[str, str]:
+        """Preset name -> key, for the presets in the landscape."""
+        return {n: k for n, k in self.meta.get("presets", {}).items() if k in self._index}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __contains__(self, architecture: Architecture | str | None) -> bool:
+        return key_of(architecture) in self._index
+
+    def index(self, architecture: Architecture | str | None) -> int:
+        """Row of an architecture (or key; None: the no-memory row); KeyError when absent."""
+        return self._index[key_of(architecture)]
+
+    def architecture(self, row: int) -> Architecture | None:
+        if row not in self._archs:
+            self._archs[row] = architecture_of(self.keys[row])
+        return self._archs[row]
+
+    def cost(self, name: str) -> np.ndarray:
+        return self.arrays[f"cost_{name}"]
+
+    def scores(self, objective: str) -> np.ndarray:
+        """[A, Q] per-query scores of ``objective`` (its fallback where the question has no value)."""
+        self._check_objective(objective)
+        return self.arrays[f"score_{objective}"]
+
+    def _check_objective(self, objective: str) -> None:
+        if objective not in self.objectives:
+            raise MemarchError(f"objective {objective!r} is not stored in this landscape "
+                               f"(stored: {', '.join(self.objectives)})")
+
+    def _split(self, split: str) -> _Split:
+        if split not in self._splits:
+            if split not in SPLITS:
+                raise MemarchError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+            self._splits[split] = _Split(self, SPLITS.index(split))
+        return self._splits[split]
+
+    def objective_values(self, split: str, objective: str | None = None) -> np.ndarray:
+        """[A] mean ``objective`` over the split's questions, per architecture."""
+        objective = objective or self.default_metric
+        key = (split, objective)
+        if key not in self._values:
+            idx = self._split(split).idx
+            sc = self.scores(objective)[:, idx].astype(np.float64)
+            self._values[key] = sc.mean(axis=1) if len(idx) else np.zeros(len(self.keys))
+        return self._values[key]
+
+    # -- a trial as a lookup ----------------------------------------------------------------------
+    def result(self, architecture: Architecture | str | None, split: str, objective: str | None = None,
+               threshold: float = 0.5) -> TrialResult:
+        """The `TrialResult` evaluate() gave this architecture on ``split`` (per-query scores,
+        success at ``threshold``, attribution of the failures, costs of the whole-stream run)."""
+        objective = objective or self.default_metric
+        self._check_objective(objective)
+        row = self.index(architecture)
+        s = self._split(split)
+        a = self.arrays
+        score = a[f"score_{objective}"][row, s.idx]
+        ok = score >= threshold
+        stage = a["loss_stage"][row, s.idx]
+        lost = np.where(ok, -1, stage)
+        names = self.objectives
+        columns = [a[f"score_{o}"][row, s.idx].tolist() for o in names]
+        outcomes = []
+        new, attrs = QueryOutcome.__new__, [None, *MODULES]
+        for (qid, base, cat, has_all, has, gold), sc, good, st, vals in zip(
+                s.static, score.tolist(), ok.tolist(), lost.tolist(), zip(*columns)):
+            evidence = base.copy()
+            if has_all:
+                evidence.update(zip(names, vals))
+            else:
+                evidence.update((n, v) for n, v, h in zip(names, vals, has) if h)
+            if not good:
+                evidence["gold"] = gold
+            # Built without __init__: a lookup makes ~10^3 of these and the replay ~10^5 lookups.
+            o = new(QueryOutcome)
+            o.__dict__ = {"query_id": qid, "score": sc, "success": good, "category": cat,
+                          "attribution": attrs[st + 1], "evidence": evidence, "retrieved_ids": []}
+            outcomes.append(o)
+        sc64 = score.astype(np.float64)
+        scores = {}
+        for o in self.objectives:
+            m = s.has[o]
+            if m.any():
+                scores[o] = float(a[f"score_{o}"][row, s.idx][m].astype(np.float64).mean())
+        scores["questions"] = float(len(s.idx))
+        by_cat = np.bincount(s.cat_code, weights=sc64, minlength=len(s.categories))
+        hist = np.bincount(lost[lost >= 0], minlength=len(MODULES))
+        return TrialResult(
+            architecture=self.architecture(row), benchmark=self.benchmark, split=split,
+            objective=float(sc64.mean()) if len(sc64) else 0.0, scores=scores,
+            per_category={c: float(by_cat[j] / s.cat_count[j]) for j, c in enumerate(s.categories)},
+            cost={name: float(a[f"cost_{name}"][row]) for name in COSTS if f"cost_{name}" in a},
+            outcomes=outcomes, attribution={m: int(hist[j]) for j, m in enumerate(MODULES)},
+            metadata={"objective": objective, "protocol": "stream", "success_threshold": threshold,
+                      "budget_tokens": self.meta.get("context_budget"), "top_k": self.meta.get("top_k"),
+                      "landscape": self.path, "group": int(a["group"][row])})
+
+
+class LandscapeMetric:
+    """The search's metric contract, ``metric(architecture_or_None, split) -> TrialResult``, as
+    lookups in a landscape: a trial costs nothing and returns the real per-query outcomes.
+
+    Example::
+
+        metric = LandscapeMetric(Landscape.load("locomo.npz"), objective="answer_recall")
+        metric(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").objective
+        metric.lookups     # 1
+
+    Args:
+        landscape: the table.
+        objective: a stored objective (default: ``answer_span`` if stored, else the first).
+        threshold: a query scoring below it is a failure (attributed).
+    """
+
+    def __init__(self, landscape: Landscape, objective: str | None = None, threshold: float = 0.5):
+        self.landscape = landscape
+        self.objective = objective or landscape.default_metric
+        landscape._check_objective(self.objective)
+        self.threshold = float(threshold)
+        self.lookups = 0
+        self.missing = 0
+
+    @property
+    def family(self) -> str:
+        return self.landscape.family
+
+    def __call__(self, architecture: Architecture | None, data: Any = "search") -> TrialResult:
+        self.lookups += 1
+        split = str(data)
+        if architecture not in self.landscape:
+            self.missing += 1
+            sample = self.landscape.meta.get("sample", {})
+            return TrialResult(
+                architecture=architecture, benchmark=self.landscape.benchmark, split=split, objective=0.0,
+                failed=True, error=f"{key_of(architecture)} is not in the landscape (sampled: "
+                                   f"{sample.get('architectures', len(self.landscape) - 1)} of {sample.get('space', '?')})",
+                metadata={"objective": self.objective, "landscape": self.landscape.path})
+        return self.landscape.result(architecture, split, self.objective, self.threshold)

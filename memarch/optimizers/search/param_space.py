@@ -1,0 +1,231 @@
+"""`ParamSpace`: the Optuna distributions of one family's architecture space, generated from the
+module registry, and the two-way mapping between Optuna params and `Architecture`s.
+
+Encoding of the encoder subset: one boolean categorical per encoder (``encode:tip`` in
+{False, True}) rather than one categorical over the 31 subsets. TPE models each parameter
+independently, so booleans let it learn "workflow helps" from every trial that contains workflow;
+a 31-way categorical shares nothing between {tip, workflow} and {workflow}. The all-False point
+(the empty set) is invalid and is pruned, never evaluated (about 1 draw in 32 for five encoders).
+Store, retriever and manager are one categorical each.
+
+``mode="full"`` adds each module's numeric knobs (`memarch.pipeline.knobs.Knob`) as conditional
+parameters: drawn only in trials that choose the module. One Optuna parameter per (module, knob)
+— ``retrieve:hybrid.top_k``, ``manage:lightweight.decay``, ``encode:turn.window`` — since two
+modules' knobs of the same name may differ in range and meaning. A knob drawn at its default is
+left out of the architecture's ``params``, so a preset queued in the full space is the preset.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+
+from memarch.errors import MemarchError
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.knobs import Knob
+from memarch.pipeline.space import ArchitectureSpace, Violation, param_key
+
+ENCODER_PREFIX = "encode:"
+MODES = ("categorical", "full")
+_FIELD = {"store": "store", "retriever": "retrieve", "manager": "manage"}
+
+
+class ParamSpace:
+    """The Optuna view of an `ArchitectureSpace`.
+
+    Example::
+
+        space = ParamSpace(ArchitectureSpace("experience", lm_available=False))
+        params = space.to_params(Architecture(("tip",), "json", "hybrid", "lightweight"))
+        space.from_params(params)            # the same architecture back
+        space.distributions()["store"]       # CategoricalDistribution(choices=("json", ...))
+        full = ParamSpace(space.space, mode="full")
+        full.knob_distributions()["retrieve:hybrid.top_k"]  # IntDistribution(2, 64, log=True)
+
+    Args:
+        space: the `ArchitectureSpace`.
+        mode: ``categorical`` (the method's space, default) or ``full`` (plus numeric knobs).
+        defaults: knob defaults known only to the caller, by param key (``{"retrieve.top_k": 20}``:
+            the evaluation's items per read); else each knob's declared (family) default, and
+            ``top_k`` B/10 of the default budget.
+    """
+
+    def __init__(self, space: ArchitectureSpace, mode: str = "categorical", *,
+                 defaults: dict[str, float | int] | None = None):
+        if mode not in MODES:
+            raise MemarchError(f"unknown search space {mode!r}; expected one of {', '.join(MODES)}")
+        self.space = space
+        self.mode = mode
+        self.defaults = dict(defaults or {})
+
+    @classmethod
+    def for_family(cls, family: str = "conversation", *, lm_available: bool = False,
+                   mode: str = "categorical") -> "ParamSpace":
+        """The search space of a family (LM-free by default)."""
+        return cls(ArchitectureSpace(family, lm_available=lm_available), mode)
+
+    @classmethod
+    def of(cls, space: "ParamSpace | ArchitectureSpace | str") -> "ParamSpace":
+        """Accept a `ParamSpace`, an `ArchitectureSpace` or a family name."""
+        if isinstance(space, ParamSpace):
+            return space
+        if isinstance(space, ArchitectureSpace):
+            return cls(space)
+        return cls.for_family(space)
+
+    @property
+    def family(self) -> str:
+        return self.space.family
+
+    def distributions(self) -> dict[str, BaseDistribution]:
+        dists: dict[str, BaseDistribution] = {
+            f"{ENCODER_PREFIX}{e}": CategoricalDistribution((False, True)) for e in self.space.encoders}
+        dists["store"] = CategoricalDistribution(tuple(self.space.stores))
+        dists["retrieve"] = CategoricalDistribution(tuple(self.space.retrievers))
+        dists["manage"] = CategoricalDistribution(tuple(self.space.managers))
+        return dists
+
+    # -- knobs (full mode) ---------------------------------------------------------------------------
+    def knob_table(self) -> list[tuple[str, str, str, str, Knob]]:
+        """``(optuna name, field, module, param key, Knob)`` of every menu module's knobs; empty in
+        categorical mode."""
+        if self.mode != "full":
+            return []
+        memo = self.__dict__.get("_knobs")
+        if memo is None:
+            memo = []
+            menus = [("encoder", self.space.encoders), ("store", self.space.stores),
+                     ("retriever", self.space.retrievers), ("manager", self.space.managers)]
+            for role, names in menus:
+                for name in names:
+                    for knob in self.space.spec(role, name).knobs:
+                        key = param_key(role, name, knob.name)
+                        field = f"{ENCODER_PREFIX}{name}" if role == "encoder" else _FIELD[role]
+                        optuna_name = key if role == "encoder" else f"{field}:{name}.{knob.name}"
+                        memo.append((optuna_name, field, name, key, knob))
+            self.__dict__["_knobs"] = memo
+        return memo
+
+    def knob_distributions(self) -> dict[str, BaseDistribution]:
+        out: dict[str, BaseDistribution] = {}
+        for name, _, _, _, knob in self.knob_table():
+            if knob.kind == "int":
+                out[name] = IntDistribution(int(knob.low), int(knob.high), log=knob.log)
+            else:
+                out[name] = FloatDistribution(float(knob.low), float(knob.high), log=knob.log)
+        return out
+
+    def all_distributions(self) -> dict[str, BaseDistribution]:
+        """Categorical and (full mode) knob distributions: a relative sampler's search space."""
+        return {**self.distributions(), **self.knob_distributions()}
+
+    def default(self, key: str, knob: Knob) -> float | int:
+        """A knob's value when the architecture does not set it."""
+        if key in self.defaults:
+            return knob.coerce(self.defaults[key])
+        value = knob.default_for(self.family)
+        if value is None and knob.name == "top_k":
+            from memarch.benchmarks.evaluation.evaluate import default_top_k, evaluate
+
+            value = default_top_k(evaluate.__kwdefaults__["budget_tokens"])
+        if value is None:
+            raise MemarchError(f"knob {key} has no default in the {self.family} space")
+        return knob.coerce(value)
+
+    def chosen_knobs(self, params: dict[str, Any]) -> list[tuple[str, str, Knob]]:
+        """(optuna name, param key, Knob) of the knobs of the modules ``params`` chooses."""
+        out = []
+        for name, field, module, key, knob in self.knob_table():
+            chosen = params.get(field) is True if field.startswith(ENCODER_PREFIX) else params.get(field) == module
+            if chosen:
+                out.append((name, key, knob))
+        return out
+
+    def to_params(self, arch: Architecture) -> dict[str, Any]:
+        """Params for ``study.enqueue_trial``; raises ValueError on names outside the menus, since
+        Optuna would reject them only when the trial runs. In full mode every knob of the chosen
+        modules gets a value (the architecture's, else the default); the categorical space cannot
+        hold knob values and raises ValueError for an architecture that sets some."""
+        chosen = set(arch.encode)
+        unknown = chosen - set(self.space.encoders)
+        if unknown:
+            raise ValueError(f"encoder(s) {sorted(unknown)} not in the {self.family} menu")
+        params: dict[str, Any] = {f"{ENCODER_PREFIX}{e}": e in chosen for e in self.space.encoders}
+        for field, menu in (("store", self.space.stores), ("retrieve", self.space.retrievers),
+                            ("manage", self.space.managers)):
+            value = getattr(arch, field)
+            if value not in menu:
+                raise ValueError(f"{field} {value!r} not in the {self.family} menu")
+            params[field] = value
+        if arch.params and self.mode != "full":
+            raise ValueError(f"{arch.key()} sets knobs; the categorical space has none (use the full space)")
+        chosen = self.chosen_knobs(params)
+        unknown = set(arch.param_dict) - {key for _, key, _ in chosen}
+        if unknown:
+            raise ValueError(f"knob(s) {sorted(unknown)} not declared by the modules of {arch.key()}")
+        for name, key, knob in chosen:
+            params[name] = knob.coerce(arch.param_dict.get(key, self.default(key, knob)))
+        return params
+
+    def from_params(self, params: dict[str, Any]) -> Architecture:
+        enc = tuple(e for e in self.space.encoders if params.get(f"{ENCODER_PREFIX}{e}"))
+        knobs = {}
+        for name, key, knob in self.chosen_knobs(params):
+            if name in params:
+                value = knob.coerce(params[name])
+                value = round(value, 6) if isinstance(value, float) else value  # as Architecture keeps it
+                if value != self.default(key, knob):
+                    knobs[key] = value
+        return Architecture(enc, params["store"], params["retrieve"], params["manage"], params=knobs)
+
+    def suggest(self, trial: Any) -> Architecture:
+        """Draw (or read the enqueued) architecture of an Optuna trial; may be invalid. In full
+        mode the knobs of the chosen modules are drawn after the categorical choices."""
+        params = {name: trial.suggest_categorical(name, dist.choices)
+                  for name, dist in self.distributions().items()}
+        for name, _, knob in self.chosen_knobs(params):
+            if knob.kind == "int":
+                params[name] = trial.suggest_int(name, int(knob.low), int(knob.high), log=knob.log)
+            else:
+                params[name] = trial.suggest_float(name, float(knob.low), float(knob.high), log=knob.log)
+        return self.from_params(params)
+
+    def violations(self, arch: Architecture) -> list[Violation]:
+        return self.space.violations(arch)
+
+    def is_valid(self, arch: Architecture) -> bool:
+        return not self.space.violations(arch)
+
+    def params_of(self, trial: Any) -> dict[str, Any] | None:
+        """A trial's architecture params: drawn (``params``) or queued (``fixed_params``); None when
+        incomplete (a trial still sampling; complete = every categorical param, knobs may follow)."""
+        params = dict(trial.system_attrs.get("fixed_params", {}))
+        params.update(trial.params)
+        names = self.distributions()
+        return params if all(n in params for n in names) else None
+
+    def keys_in(self, study: Any, *, exclude: int | None = None, failed: bool = True) -> set[str]:
+        """Keys of the architectures a study holds — evaluated, running, queued and (``failed``)
+        failed — from each trial's params. ``exclude`` skips one trial (the one being sampled)."""
+        from optuna.trial import TrialState
+
+        out = set()
+        for t in study.get_trials(deepcopy=False):
+            if t.number == exclude or t.state == TrialState.PRUNED or (t.state == TrialState.FAIL and not failed):
+                continue
+            params = self.params_of(t)
+            if params is not None:
+                out.add(self.from_params(params).canonical().key())
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """Stored with a study so that a resumed study can check it searches the same space (the
+        categorical description is what it was before the full space existed)."""
+        out = {"family": self.family, "lm_available": self.space.lm_available,
+               "encoders": self.space.encoders, "stores": self.space.stores,
+               "retrievers": self.space.retrievers, "managers": self.space.managers}
+        if self.mode == "full":
+            out["mode"] = "full"
+            out["knobs"] = {name: [knob.kind, knob.low, knob.high, knob.log, self.default(key, knob)]
+                            for name, _, _, key, knob in self.knob_table()}
+        return out

@@ -1,0 +1,102 @@
+"""`GuidedSampler` inside a user's plain Optuna code: the objective contract (`record_result`,
+`record_outcomes`), whole-architecture proposals that never repeat what the study holds, dropped
+proposals counted, the independent sampler as the fallback."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[2]))
+from search_helpers import SyntheticMetric, fake_registry  # noqa: E402
+
+import memarch  # noqa: E402
+from memarch.optimizers.search.history import History  # noqa: E402
+from memarch.pipeline.architecture import Architecture  # noqa: E402
+from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+@pytest.fixture
+def space():
+    with fake_registry():
+        yield memarch.ParamSpace(ArchitectureSpace("experience", lm_available=False))
+
+
+def _objective(space, metric, evaluated):
+    def objective(trial):
+        arch = space.suggest(trial)
+        if not space.is_valid(arch):
+            raise optuna.TrialPruned("invalid")
+        evaluated.append(arch.canonical().key())
+        return memarch.record_result(trial, arch, metric(arch, "search"))
+    return objective
+
+
+def test_guided_sampler_in_plain_optuna_code(space):
+    metric, evaluated = SyntheticMetric(n_queries=60), []
+    sampler = memarch.GuidedSampler(space, seed=0, k=3)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.optimize(_objective(space, metric, evaluated), n_trials=30)
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(complete) >= 25
+    # after the random round 0 (k trials), proposals come from diagnosis rounds
+    assert sampler.rounds and sampler.fallback_trials >= 3
+    roles = [t.system_attrs.get("memarch:role") for t in complete[3:]]
+    assert sum(r in ("exploit", "explore") for r in roles) >= 15, roles
+    assert len(set(evaluated)) == len(evaluated), "the guided sampler proposed an evaluated architecture"
+    history = History.from_study(study)
+    assert history.records[0].role == "" and any(r.edit for r in history.records)
+    # and it beats the same budget of random draws on this objective
+    rnd, rnd_eval = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(0)), []
+    rnd.optimize(_objective(space, metric, rnd_eval), n_trials=30)
+    assert study.best_value > rnd.best_value
+
+
+def test_record_outcomes_without_a_trial_result(space):
+    arch = Architecture(("tip",), "json", "hybrid", "lightweight")
+    study = optuna.create_study(direction="maximize", sampler=memarch.GuidedSampler(space, seed=0, min_history=1))
+
+    def objective(trial):
+        a = space.suggest(trial)
+        if not space.is_valid(a):
+            raise optuna.TrialPruned()
+        outcomes = [{"query_id": f"q{i}", "score": float(i % 2), "module": "retrieve" if i % 2 == 0 else None}
+                    for i in range(10)]
+        return memarch.record_outcomes(trial, a, outcomes)
+
+    study.enqueue_trial(space.to_params(arch))
+    study.optimize(objective, n_trials=4)
+    rec = History.from_study(study).records[0]
+    assert rec.objective == 0.5 and rec.result.attribution == {"retrieve": 5}
+    assert [t.system_attrs.get("memarch:role") for t in study.trials[1:]].count(None) == 0  # all guided
+
+
+def test_proposals_already_held_are_dropped_and_counted(space):
+    metric = SyntheticMetric(n_queries=40)
+    sampler = memarch.GuidedSampler(space, seed=0, k=3, min_history=1)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    first = Architecture(("tip",), "json", "hybrid", "lightweight")
+    study.enqueue_trial(space.to_params(first))
+    study.optimize(_objective(space, metric, []), n_trials=1)
+    # Plan a round, then let "another worker" queue the first proposal before this worker uses it.
+    trial = study.ask()
+    params = {n: trial.suggest_categorical(n, d.choices) for n, d in space.distributions().items()}
+    proposed = space.from_params(params).canonical()
+    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    queued_next = sampler._queue[0].architecture
+    study.enqueue_trial(space.to_params(queued_next))  # held by the study now
+    study.optimize(_objective(space, metric, []), n_trials=2)
+    assert any(d["architecture"] == queued_next.key() for d in sampler.dropped)
+    assert sampler.stats()["dropped_proposals"] >= 1
+    assert proposed.key() != first.key()
+
+
+def test_empty_history_defers_to_the_independent_sampler(space):
+    sampler = memarch.GuidedSampler(space, seed=0, k=3, independent_sampler=optuna.samplers.RandomSampler(1))
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.optimize(_objective(space, SyntheticMetric(n_queries=10), []), n_trials=2)
+    assert sampler.fallback_trials == 2 and not sampler.rounds
