@@ -28,3 +28,20 @@ def scripted_lm(texts: list[str], *, cache: bool = False, **kw) -> tuple[dspy.LM
     lm = dspy.LM("local/scripted", engine=LlamaCppEngine(server), max_tokens=256, temperature=0.0,
                  num_retries=0, cache=cache)
     return lm, server
+
+
+class DeadServer:
+    """An endpoint that is down: every chat is refused (DSPy's transport error, as a closed port)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def chat(self, body: dict) -> dict:
+        self.calls += 1
+        raise ConnectionRefusedError("connection refused")
+
+
+def dead_lm() -> tuple[dspy.LM, DeadServer]:
+    """A ``dspy.LM`` whose endpoint is dead, behind the real engine (no retries, no cache)."""
+    server = DeadServer()
+    return dspy.LM("local/dead", engine=LlamaCppEngine(server), num_retries=0, cache=False), server

@@ -6,7 +6,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
+
+import optuna
 
 from memarch.modules.encoders.base import Encoder
 from memarch.modules.managers.base import Manager
@@ -112,3 +117,45 @@ def synthetic_costs(arch: Architecture | None) -> dict[str, float]:
     tokens = sum(ENCODER_TOKENS[e] for e in arch.encode) * MANAGER_KEEP[arch.manage]
     return {"memory_tokens": round(tokens, 1), "read_p95_ms": STORE_MS[arch.store] + 0.5 * RETRIEVERS[arch.retrieve],
             "write_s": 0.01 * len(arch.encode), "lm_tokens": 0.0}
+
+
+# Worker processes sharing one study (tests/optimizers/search/test_search_workers.py, the archive's
+# two-worker test): each runs `Search` on the synthetic metric in its own interpreter.
+WORKER = r"""
+import sys, optuna
+sys.path.insert(0, {here!r})
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+from search_helpers import SyntheticMetric, fake_registry
+from memarch.optimizers.search.runner import Search
+from memarch.optimizers.search.param_space import ParamSpace
+from memarch.optimizers.strategies import make_sampler
+from memarch.optimizers.search.study import make_storage, open_study
+from memarch.pipeline.space import ArchitectureSpace
+storage_url, strategy, seed, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+objectives = tuple(sys.argv[5].split(","))
+with fake_registry():
+    ss = ParamSpace(ArchitectureSpace("experience", lm_available=False))
+    storage = make_storage(storage_url, heartbeat_interval=1, grace_period=2)
+    study = open_study("shared", storage, make_sampler(strategy, ss, seed=seed), space=ss.describe(), resume=True,
+                       objectives=objectives)
+    Search(SyntheticMetric(n_queries=20), ss, budget=budget, objectives=objectives).run(study)
+"""
+
+
+def start_worker(url: str, strategy: str, seed: int, budget: int, delay: float,
+            objectives: str = "quality") -> subprocess.Popen:
+    env = dict(os.environ, SEARCH_DOUBLE_DELAY=str(delay))
+    return subprocess.Popen([sys.executable, "-c", WORKER.format(here=str(Path(__file__).resolve().parent)), url, strategy, str(seed), str(budget),
+                             objectives], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def load_shared_study(url: str) -> optuna.Study:
+    from memarch.optimizers.search.study import make_storage
+
+    return optuna.load_study(study_name="shared", storage=make_storage(url))
+
+
+def wait_workers(procs, timeout=120):
+    for p in procs:
+        out, err = p.communicate(timeout=timeout)
+        assert p.returncode == 0, err[-2000:]

@@ -21,6 +21,48 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+# Options renamed so that one name means one thing: (old, new, commands that refuse the old one
+# (None: every command that has the new one), the one line naming the new one).
+RENAMED = (
+    ("--objective", "--metric", None,
+     "memarch: --objective is now --metric (the quality metric; --objectives names the study's objectives)"),
+    ("--budget", "--context-budget", ("evaluate",),
+     "memarch evaluate: --budget is now --context-budget (words of context); --budget counts trials on "
+     "compile and compare"),
+)
+
+
+class _Renamed(argparse.Action):
+    """A hidden old option name: refused with one line naming the new one, exit 2 (before argparse
+    could read ``--objective`` as an abbreviation of ``--objectives``)."""
+
+    def __init__(self, option_strings, dest, line: str = "", **kwargs):
+        super().__init__(option_strings, dest, nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        self.line = line
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stderr.write(self.line + "\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def refuse_renamed(parser: argparse.ArgumentParser, command: str) -> None:
+    """Add the `RENAMED` old options to ``parser`` (command ``command``, e.g. "evaluate" or
+    "landscape replay") and to its sub-commands' parsers."""
+    options = {o for a in parser._actions for o in a.option_strings}
+    for old, new, commands, line in RENAMED:
+        if new in options and old not in options and (commands is None or command in commands):
+            parser.add_argument(old, action=_Renamed, line=line)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                refuse_renamed(sub, f"{command} {name}")
+
+
+def is_renamed(action: argparse.Action) -> bool:
+    """Whether ``action`` is an old option name kept only to be refused."""
+    return isinstance(action, _Renamed)
+
+
 def _commands():
     pkg = importlib.import_module(__name__)
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
@@ -38,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, mod in _commands():
         p = sub.add_parser(name, help=getattr(mod, "HELP", ""), description=getattr(mod, "HELP", ""))
         mod.add_arguments(p)
+        refuse_renamed(p, name)
         p.set_defaults(_run=mod.run)
     return parser
 

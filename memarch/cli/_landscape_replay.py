@@ -21,7 +21,8 @@ def add_arguments(p) -> None:
     p.add_argument("--budget", type=int, default=20, help="distinct architectures per run (default 20)")
     p.add_argument("--horizon", type=int, default=None,
                    help="trials to continue to, to time the top (default 10 x budget)")
-    p.add_argument("--objective", default=None, help="a stored objective (default answer_span when stored)")
+    p.add_argument("--metric", default=None, metavar="NAME",
+                   help="a metric the landscape stores (default answer_span when stored)")
     p.add_argument("--warm-start", choices=("presets", "none"), default="presets",
                    help="round 0 of every strategy: k seeded presets (default) or none")
     p.add_argument("--k", type=int, default=3, help="guided proposals per round and warm-start size (default 3)")
@@ -56,7 +57,7 @@ def run(args) -> int:
 
         writable_dir(Path(args.out).parent or ".")  # before the runs, not when they are saved
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    replay = Replay(land, objective=args.objective, budget=args.budget, horizon=args.horizon,
+    replay = Replay(land, objective=args.metric, budget=args.budget, horizon=args.horizon,
                     warm_start=args.warm_start, k=args.k, top_share=args.top)
     from tqdm import tqdm
 

@@ -60,17 +60,18 @@ class SavedProgram:
         from memarch.benchmarks import DEFAULT
 
         rec = self.record
-        saved = {"benchmark": rec.benchmark if rec else DEFAULT, "budget": self.data.get("budget_tokens"),
+        # option dest -> the file's value (its JSON keys stay: old programs must still load)
+        saved = {"benchmark": rec.benchmark if rec else DEFAULT, "context_budget": self.data.get("budget_tokens"),
                  "top_k": self.data.get("top_k"), "limit": rec.limit if rec else None,
                  "embedder": self.data.get("embedder")}
-        if rec is not None and hasattr(args, "objective"):
-            saved["objective"] = rec.objective
+        if rec is not None and hasattr(args, "metric"):
+            saved["metric"] = rec.objective
         for name, value in saved.items():
             given = getattr(args, name, None)
             if given is None:
                 setattr(args, name, value)
             elif value is not None and given != value:
-                self.overridden.append(name)
+                self.overridden.append({"context_budget": "context budget"}.get(name, name))
         if rec is not None and args.seed is not None and args.seed != rec.split.get("seed"):
             self.overridden.append("seed")
 
@@ -133,7 +134,7 @@ class SavedProgram:
         reported = float(rec.scores[result.split])
         objective = result.metadata.get("objective") or rec.objective
         head = f"  reported {result.split} {reported:.4f} (objective {rec.objective})"
-        changed = list(dict.fromkeys(self.overridden + (["objective"] if objective != rec.objective else [])))
+        changed = list(dict.fromkeys(self.overridden + (["metric"] if objective != rec.objective else [])))
         note = f"; settings changed: {', '.join(changed)}" if changed else ""
         diff = result.objective - reported
         if math.isclose(result.objective, reported, rel_tol=0.0, abs_tol=1e-12):

@@ -35,7 +35,7 @@ def run(args) -> int:
 def compare_main(args, strategies: list[str], roles) -> int:
     import optuna
 
-    from memarch.cli._objective import objective_line
+    from memarch.cli._metric import objective_line
     from memarch.cli.compile import Progress, build_metric, space_line, storage_url, tracker_for
     from memarch.optimizers.comparison import compare
     from memarch.optimizers.tracking.tracker import ui_command

@@ -15,7 +15,7 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     """The options `compile` and `compare` share."""
     from memarch.benchmarks import BENCHMARKS, DEFAULT
     from memarch.cli._memory_budget import add_memory_budget_argument
-    from memarch.cli._objective import add_objective_argument
+    from memarch.cli._metric import add_metric_argument
     from memarch.optimizers.search.study import DEFAULT_STORAGE
     from memarch.optimizers.tracking.tracker import DEFAULT_TRACKING_URI
 
@@ -40,7 +40,7 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
                    help="consecutive failed trials that stop a study (default 5; 0: never)")
     p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
     p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default all-MiniLM-L6-v2)")
-    add_objective_argument(p)
+    add_metric_argument(p)
     p.add_argument("--objectives", default=None, metavar="LIST",
                    help="several objectives, quality first: quality,memory_tokens,read_p95,write_s,lm_tokens "
                         "(any subset; costs are minimised; default quality alone)")
@@ -59,7 +59,9 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
                         "trial's run; the default whenever --lm is given and tracking is on (docs/search.md)")
     p.add_argument("--no-trace-lm", dest="trace_lm", action="store_const", const=False,
                    help="do not trace LM calls (a trace per call costs ~45 ms and disk)")
-    p.add_argument("--out", default="mlruns/memarch", help="directory for the program JSON / table / PNG")
+    p.add_argument("--out", default="mlruns/memarch", metavar="DIR",
+                   help="directory for the program JSON / table / PNG (default mlruns/memarch; the program "
+                        "file itself: --output on compile)")
     try:
         from memarch.lm.arguments import add_lm_arguments
     except ImportError:  # pragma: no cover - the LM package is part of memarch
@@ -125,7 +127,7 @@ def check_numbers(args) -> None:
 
 def build_metric(args, resources):
     """A cached `BenchmarkMetric` for the parsed options."""
-    from memarch.cli._objective import check_metric
+    from memarch.cli._metric import check_metric
     from memarch.optimizers.search.metric import BenchmarkMetric, CachedMetric
 
     knobs = {}
@@ -149,7 +151,7 @@ def build_metric(args, resources):
                              knobs=knobs, budget_tokens=args.context_budget, **lm_kwargs)
     if resources.lm is not None and hasattr(metric.benchmark, "agent_lm"):
         metric.benchmark.agent_lm = resources.lm
-    objective = check_metric(getattr(args, "objective", None), metric.benchmark, lm=resources.lm is not None)
+    objective = check_metric(getattr(args, "metric", None), metric.benchmark, lm=resources.lm is not None)
     if objective:
         metric.kwargs["objective"] = objective
         if objective == "judge" and "judge" not in metric.kwargs:
@@ -251,7 +253,7 @@ def run(args) -> int:
 def _compile(args, strategies: list[str], roles) -> int:
     import optuna
 
-    from memarch.cli._objective import objective_line
+    from memarch.cli._metric import objective_line
     from memarch.optimizers.compile import MemarchOptimizer
     from memarch.pipeline.presets import get_preset
     from memarch.optimizers.tracking.tracker import ui_command
@@ -298,10 +300,12 @@ def _compile(args, strategies: list[str], roles) -> int:
             rep = opt.report
             shown = {k: v for k, v in rep.counts.items() if v and k not in ("evaluated", "rounds")}
             print(f"{strategy} seed {seed}: {rep.architecture.key()}  search {rep.search_score:.4f}  "
-                  f"validation {rep.validation_score:.4f}  test {rep.test_score:.4f}  [objective {rep.objective}] "
+                  f"validation {rep.validation_score:.4f}  test {test_text(rep)}  [objective {rep.objective}] "
                   f"({rep.trials} distinct architectures; "
                   + (", ".join(f"{k} {v}" for k, v in sorted(shown.items())) or "no invalid draws, repeats or failures")
                   + ")")
+            if rep.test_error:  # None and counted (test_failed), never a 0.0 score
+                print(f"  test evaluation failed: {rep.test_error}")
             for line in front_lines(rep):
                 print(line)
             if rep.prompts:
@@ -313,7 +317,7 @@ def _compile(args, strategies: list[str], roles) -> int:
     # The program compile() built: the top_k, context budget and evaluation record of its trials.
     program.save(path, include_memory=False)
     print(f"compiled: {rep.architecture.key()} (chosen on validation {rep.validation_score:.4f}; "
-          f"test {rep.test_score:.4f}); selection: {rep.selection}")
+          f"test {test_text(rep)}); selection: {rep.selection}")
     print(f"program saved to {path} (top_k {program.top_k}, context budget {program.budget_tokens} words, "
           + (f"memory budget {metric.memory_budget.tokens} tokens per namespace, " if metric.memory_budget else "")
           + f"as its trials read; `memarch evaluate --program {path}` re-scores it)")
@@ -352,6 +356,13 @@ def _print_model(args, rep) -> None:
 
         line += f"; registered as {register_program_model(uri, args.register, tracking_uri=args.tracking_uri)}"
     print(line)
+
+
+def test_text(rep) -> str:
+    """The pick's test score, or why there is none (a failed evaluation is never shown as 0.0)."""
+    if rep.test_score is not None:
+        return f"{rep.test_score:.4f}"
+    return "FAILED" if getattr(rep, "test_error", None) else "not run"
 
 
 def front_lines(rep) -> list[str]:

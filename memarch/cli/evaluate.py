@@ -6,10 +6,10 @@ from __future__ import annotations
 import sys
 
 from memarch.cli._memory_budget import add_memory_budget_argument, resolve_memory_budget
-from memarch.cli._objective import add_objective_argument, check_metric
+from memarch.cli._metric import add_metric_argument, check_metric
 from memarch.errors import MemarchError
 
-HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, textworld, jsonl)"
+HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, longmemeval, textworld, jsonl)"
 
 
 def add_arguments(p) -> None:
@@ -20,8 +20,8 @@ def add_arguments(p) -> None:
     p.add_argument("--architecture", default=None,
                    help="architecture JSON file; omit (or 'none') for the no-memory baseline")
     p.add_argument("--program", default=None,
-                   help="a saved program (memarch compile): its architecture, top_k and budget, and the "
-                        "benchmark, data, split and objective it was scored with unless given here")
+                   help="a saved program (memarch compile): its architecture, top_k and context budget, and "
+                        "the benchmark, data, split and metric it was scored with unless given here")
     p.add_argument("--data", default=None, help="dataset path (locomo, babi; default $MEMARCH_DATA_DIR; "
                    "jsonl: your .jsonl file, docs/data.md)")
     p.add_argument("--download", action="store_true", help="locomo: fetch the official file (sha256-checked) if missing")
@@ -29,11 +29,12 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=None,
                    help="split seed (and generation seed for generated; default 0)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions or tasks of the split")
-    p.add_argument("--budget", type=int, default=None, help="context budget in words (default 200)")
-    p.add_argument("--top-k", type=int, default=None, help="items per read (default: budget / 10)")
+    p.add_argument("--context-budget", type=int, default=None, metavar="WORDS",
+                   help="context budget in words (default 200)")
+    p.add_argument("--top-k", type=int, default=None, help="items per read (default: context budget / 10)")
     p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default: all-MiniLM-L6-v2)")
     p.add_argument("--judge", action="store_true", help="with an LM: also score answers with the LM judge")
-    add_objective_argument(p)
+    add_metric_argument(p)
     add_memory_budget_argument(p)
     p.add_argument("--json", default=None, help="also write the full TrialResult (outcomes, attribution) here")
     try:
@@ -50,7 +51,7 @@ def _saved(args):
 
     if args.program is None:
         args.benchmark = args.benchmark or DEFAULT
-        args.budget = 200 if args.budget is None else args.budget
+        args.context_budget = 200 if args.context_budget is None else args.context_budget
         args.seed = 0 if args.seed is None else args.seed
         return None
     if args.architecture is not None:
@@ -85,7 +86,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
 
     if args.split not in SPLITS + ("all",):
         raise MemarchError(f"--split {args.split!r}: expected one of {', '.join(SPLITS)} or all")
-    for opt in ("limit", "budget", "top_k"):
+    for opt in ("limit", "context_budget", "top_k"):
         value = getattr(args, opt)
         if value is not None and value < 1:
             raise MemarchError(f"--{opt.replace('_', '-')} must be a positive integer, not {value}")
@@ -94,7 +95,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
                            "sentence-transformers model directory")
     if args.json and os.path.isdir(args.json):
         raise MemarchError(f"--json {args.json}: is a directory (expected a file path to write)")
-    check_metric(args.objective, bench, lm=lm_available, judge=args.judge)
+    check_metric(args.metric, bench, lm=lm_available, judge=args.judge)
     if arch is not None:
         default = "experience" if isinstance(bench, TaskBenchmark) else "conversation"
         family = getattr(bench, "family", default)
@@ -186,17 +187,17 @@ def run(args) -> int:
     config = memory_budget.config() if memory_budget else None
     if saved and memory_budget:
         saved.set_memory_budget(memory_budget.tokens)
-    objective = getattr(args, "objective", None) or (saved.record.objective if saved and saved.record else None)
+    objective = getattr(args, "metric", None) or (saved.record.objective if saved and saved.record else None)
     if lm_spec == "none" and objective in ("qa_f1", "judge"):
         scored = f" ({args.program} was scored with one)" if saved else ""
-        raise MemarchError(f"objective {objective} scores an LM reader's answers; pass --lm{scored}")
+        raise MemarchError(f"metric {objective} scores an LM reader's answers; pass --lm{scored}")
     embedder = Embedder(args.embedder) if args.embedder else None
     if lm_spec == "none":
         from memarch.pipeline.resources import Resources
 
         resources = Resources(embedder=embedder)
         result = evaluate(saved.build(resources) if saved else arch, bench, split=args.split, resources=resources,
-                          budget_tokens=args.budget, top_k=args.top_k, limit=args.limit, objective=objective,
+                          budget_tokens=args.context_budget, top_k=args.top_k, limit=args.limit, objective=objective,
                           config=config)
     else:
         try:
@@ -216,7 +217,7 @@ def run(args) -> int:
 
                 apply_prompt(reader.answer, program.reader_prompts["answer"])  # the prompt it was scored with
             result = evaluate(program or arch, bench, split=args.split,
-                              resources=resources, budget_tokens=args.budget, top_k=args.top_k, limit=args.limit,
+                              resources=resources, budget_tokens=args.context_budget, top_k=args.top_k, limit=args.limit,
                               reader=reader, objective=objective or "qa_f1", config=config,
                               judge=AnswerJudge(resources) if args.judge or objective == "judge" else None)
     _print(result)

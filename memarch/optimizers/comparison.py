@@ -58,7 +58,8 @@ class Comparison:
         for strat, reports in self.runs.items():
             hits = [trials_to_target(r.curve, self.target) for r in reports]
             reached = [h for h in hits if h is not None]
-            tests = [r.test_score for r in reports if r.test_score is not None]
+            tests = [r.test_score for r in reports if r.test_score is not None]  # the runs whose test succeeded
+            test_failed = [r for r in reports if getattr(r, "test_error", None)]
             vals = [r.validation_score for r in reports]
             counts: dict[str, int] = {}
             for r in reports:
@@ -73,6 +74,8 @@ class Comparison:
                 "test_median": statistics.median(tests) if tests else float("nan"),
                 "test_min": min(tests) if tests else float("nan"),
                 "test_max": max(tests) if tests else float("nan"),
+                "test_runs": len(tests), "test_failed": len(test_failed),
+                "test_errors": [r.test_error for r in test_failed],
                 "tokens": statistics.median(r.tokens for r in reports),
                 "picks": sorted({r.architecture.key() for r in reports}),
                 "counts": counts,
@@ -100,6 +103,10 @@ class Comparison:
             lines.append(f"{r['strategy']:<{w}}{r['seeds']:>6}{r['best_search']:>13.4f}{r['trials_to_target']:>18g}"
                          f"{r['reached']:>9}{r['validation_median']:>12.4f}{r['test_median']:>11.4f} "
                          f"[{r['test_min']:.4f}-{r['test_max']:.4f}]{r['tokens']:>10.0f}")
+        for r in self.rows():  # medians are over the runs whose test evaluation succeeded: said, counted
+            if r["test_failed"]:
+                lines.append(f"{r['strategy']} test: median over {r['test_runs']} of {r['seeds']} seeds; "
+                             f"{r['test_failed']} failed (first: {r['test_errors'][0]})")
         if self.baselines:
             lines.append("-" * len(head))
             bp = self.best_preset()
@@ -108,7 +115,10 @@ class Comparison:
             if NO_MEMORY in self.baselines:
                 lines.append(f"{'no memory':<11} {'':<29}{'':>23}{self.baselines[NO_MEMORY]:>11.4f}")
             for r in self.rows():
-                if bp:
+                if bp and not r["test_runs"]:
+                    lines.append(f"{r['strategy']}: no test score to compare with the strongest hand-designed "
+                                 f"memory (every test evaluation failed)")
+                elif bp:
                     verdict = "beats" if r["test_median"] > bp[1] else "does not beat"
                     lines.append(f"{r['strategy']}: median pick {verdict} the strongest hand-designed memory "
                                  f"({bp[0]}, {bp[1]:.4f}) on test")

@@ -41,8 +41,8 @@ class CompileReport:
     architecture: Architecture
     search_score: float
     validation_score: float
-    test_score: float | None
-    finalists: dict[str, float]  # architecture key -> validation score
+    test_score: float | None  # None: no test split, or its evaluation failed (``test_error``, counted)
+    finalists: dict[str, float | None]  # architecture key -> validation score (None: that evaluation failed)
     curve: list[float]  # best-so-far search objective per distinct evaluated architecture
     trials: int  # distinct evaluated architectures (the budget's unit)
     invalid_pruned: int
@@ -62,6 +62,7 @@ class CompileReport:
     front: list[str] = field(default_factory=list)  # keys of the search Pareto front (several objectives)
     validation: dict[str, Any] = field(default_factory=dict)  # finalists' validation values, front
     prompts: dict[str, Any] = field(default_factory=dict)  # stage two (PromptReport.to_dict()), when asked for
+    test_error: str | None = None  # why the pick's test evaluation failed (``counts["test_failed"]``)
 
     def search_front(self) -> list[tuple[str, list[float]]]:
         """(key, search values) of each member of the search Pareto front."""
@@ -78,7 +79,24 @@ class CompileReport:
                 "wall_s": round(self.wall_s, 2), "program_path": self.program_path,
                 "objectives": list(self.objectives), "selection": self.selection, "points": self.points,
                 "front": self.front, "validation": self.validation,
+                **({"test_error": self.test_error} if self.test_error else {}),
                 **({"prompts": self.prompts} if self.prompts else {})}
+
+
+# Counts of events logged one by one at INFO (dropped proposals, repair failures, repeats and
+# invalid draws pruned, ...), summarised once per run at WARNING so they show at the default level.
+WARNED_COUNTS = ("dropped_proposals", "lm_repair_failures", "repeats", "invalid", "failed", "test_failed",
+                 "validation_failed", "unrecorded_trials", "diagnoser_lm_fallbacks", "proposer_lm_fallbacks")
+
+
+def warn_counts(study: str, counts: dict[str, int]) -> str | None:
+    """One WARNING line for the run's non-zero `WARNED_COUNTS` (None when all are zero)."""
+    shown = [f"{k} {counts[k]}" for k in WARNED_COUNTS if counts.get(k)]
+    if not shown:
+        return None
+    line = f"study {study}: " + ", ".join(shown) + " (each is logged at INFO; counts in the report and MLflow)"
+    logger.warning("%s", line)
+    return line
 
 
 class MemarchOptimizer:
@@ -214,6 +232,10 @@ class MemarchOptimizer:
         pick, finalists = choose_on_validation(history, self.metric, valset, self.finalists,
                                                objectives=self.objectives, selection=self.selection, details=chosen)
         test_result = self.metric(pick, testset) if testset is not None else None
+        test_failed = test_result is not None and test_result.failed  # None and counted, never a 0.0 score
+        if test_failed:
+            logger.warning("study %s: the test evaluation of the pick %s failed: %s", name, pick.key(),
+                           test_result.error)
         best = history.by_key(pick.key())
         program = self._program(pick, best, finalists[pick.key()], test_result)
         prompts = self._prompts(program, finalists[pick.key()], trainset, valset, testset)
@@ -223,7 +245,7 @@ class MemarchOptimizer:
         self.report = CompileReport(
             study_name=name, strategy=self.strategy_name, seed=self.seed, architecture=pick,
             search_score=best.objective if best else float("nan"), validation_score=finalists[pick.key()],
-            test_score=None if test_result is None else test_result.objective, finalists=finalists,
+            test_score=None if test_result is None or test_failed else test_result.objective, finalists=finalists,
             curve=history.best_so_far(), trials=len(history), invalid_pruned=len(search.invalid),
             tokens=sum(sum(v for k, v in r.result.cost.items() if k.startswith("tokens")) for r in history.records),
             wall_s=time.perf_counter() - started, program_path=path, test_result=test_result,
@@ -235,7 +257,14 @@ class MemarchOptimizer:
             points=[list(values_of(r.result, self.objectives)) for r in history.records],
             front=[r.architecture.key() for r in objective_front(history.records, self.objectives)]
             if len(self.objectives) > 1 else [],
-            validation=chosen, prompts=prompts.to_dict() if prompts is not None else {})
+            validation=chosen, prompts=prompts.to_dict() if prompts is not None else {},
+            test_error=str(test_result.error)[:300] if test_failed else None)
+        if test_failed:
+            self.report.counts["test_failed"] = 1
+        failed_finalists = sum(v is None for v in finalists.values())
+        if failed_finalists:
+            self.report.counts["validation_failed"] = failed_finalists
+        warn_counts(name, self.report.counts)
         if prompts is not None and prompts.kept != "optimised":  # counted, never silent
             self.report.counts["prompts_skipped" if prompts.kept == NOTHING else "prompts_kept_original"] = 1
         if self.tracker is not None:
@@ -249,7 +278,10 @@ class MemarchOptimizer:
             plot_curves({self.strategy_name: [self.report.curve]}, tmp, title=f"{name}: best-so-far search objective")
             self.tracker.finish({"search_score": self.report.search_score,
                                  "validation_score": self.report.validation_score,
-                                 "test_score": self.report.test_score if self.report.test_score is not None else float("nan"),
+                                 # a failed test evaluation logs test_failed=1 (and its error), no score
+                                 **({"test_failed": 1, "test_error": self.report.test_error} if test_failed else
+                                    {"test_score": self.report.test_score if self.report.test_score is not None
+                                     else float("nan")}),
                                  "trials": self.report.trials, "pick": pick.key(),
                                  "selection": self.report.selection,
                                  **{f"validation_{n}": v for n, v in

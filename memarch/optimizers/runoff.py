@@ -18,7 +18,7 @@ MAX_FRONT_FINALISTS = 8  # search front members re-scored on validation in a mul
 
 def choose_on_validation(history: History, metric: Metric, valset: Any, finalists: int = 3, *,
                          objectives: tuple[str, ...] = SINGLE, selection: Selection = QUALITY_SELECTION,
-                         details: dict[str, Any] | None = None) -> tuple[Architecture, dict[str, float]]:
+                         details: dict[str, Any] | None = None) -> tuple[Architecture, dict[str, float | None]]:
     """The top search architectures plus the guarded champion — or, with several objectives, the
     search Pareto front (at most `MAX_FRONT_FINALISTS`, spread over it) — re-scored on validation
     (AutoMem's runoff); ``selection`` picks among them on validation (`select`: best quality, ties
@@ -29,7 +29,9 @@ def choose_on_validation(history: History, metric: Metric, valset: Any, finalist
         pick, scores = choose_on_validation(history, metric, "validation", finalists=3)
 
     ``details`` (a dict, filled when given): each finalist's validation values of every objective,
-    the validation front and the search front.
+    the validation front and the search front, and the errors of finalists whose validation
+    evaluation failed (``validation_failed``; their score is None — never a 0.0 — and they
+    cannot be picked).
     """
     if len(objectives) > 1:
         front = objective_front(history.records, objectives)
@@ -45,18 +47,21 @@ def choose_on_validation(history: History, metric: Metric, valset: Any, finalist
                 keys.append(r.architecture.key())
             if len(keys) >= max(1, finalists):
                 break
-    scores: dict[str, float] = {}
+    scores: dict[str, float | None] = {}
     values: dict[str, dict[str, float]] = {}
+    failed: dict[str, str] = {}
     for key in keys:
         rec = history.by_key(key)
         res = rec.result if valset is None else metric(rec.architecture, valset)
-        scores[key] = float("-inf") if res.failed else res.objective
-        if not res.failed:
+        scores[key] = None if res.failed else res.objective
+        if res.failed:
+            failed[key] = str(res.error)[:300]
+        else:
             values[key] = {n: value_of(res, n) for n in NAMES}
     pick, val_front = select_pick(values, objectives, selection,
                              {k: history.by_key(k).objective for k in keys})
     if details is not None:
-        details.update(validation_values=values, validation_front=val_front,
+        details.update(validation_values=values, validation_front=val_front, validation_failed=failed,
                        search_front={k: list(values_of(history.by_key(k).result, objectives)) for k in keys}
                        if len(objectives) > 1 else {})
     return history.by_key(pick).architecture, scores

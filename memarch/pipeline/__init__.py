@@ -1,1 +1,5 @@
-"""Core types and runtime: architecture, items, episodes, program, embeddings, caches."""
+"""Core types and the program: `Architecture` and `ArchitectureSpace` (validity), the module
+registry and knobs, items, episodes, retrievals, `TrialResult`, `MemoryProgram` (+ JSON save/load,
+`EvaluationRecord`), the hand-designed presets, embeddings, caches and `Resources`.
+
+Owns the types every other layer speaks; imports only ``memarch.errors`` (the bottom layer)."""

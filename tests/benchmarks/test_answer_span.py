@@ -1,6 +1,6 @@
 """The strict LM-free objective `answer_span`: dates in every form a gold answer or a context item
 carries, coarse vs fine dates, number words, list answers, partial spans, the budget cut; its
-wiring as the default objective of `evaluate` and the `--objective` option; and, on real LoCoMo,
+wiring as the default objective of `evaluate` and the `--metric` option; and, on real LoCoMo,
 that it is never above the bag-of-tokens recall."""
 from __future__ import annotations
 
@@ -208,15 +208,15 @@ def test_build_metric_passes_the_objective_on(hash_resources):
     argv = ["compare", "--benchmark", "generated", "--knob", "conversations=1", "--knob", "sessions=3",
             "--limit", "6", "--embedder", "hash"]
     arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
-    for extra, name in (([], "answer_span"), (["--objective", "answer_recall"], "answer_recall"),
-                        (["--objective", "evidence_recall"], "evidence_recall")):
+    for extra, name in (([], "answer_span"), (["--metric", "answer_recall"], "answer_recall"),
+                        (["--metric", "evidence_recall"], "evidence_recall")):
         metric = build_metric(build_parser().parse_args(argv + extra), hash_resources)
         assert metric(arch, "search").metadata["objective"] == name
 
 
 def test_check_objective_names_what_would_do():
     from memarch.benchmarks.base import TaskBenchmark
-    from memarch.cli._objective import check_metric
+    from memarch.cli._metric import check_metric
     from memarch.errors import MemarchError
 
     class Tasks(TaskBenchmark):
@@ -246,17 +246,17 @@ def test_cli_evaluate_uses_and_names_the_objective_asked_for(tmp_path, capsys, m
     arch = tmp_path / "arch.json"
     Architecture(("turn",), "vector", "hybrid", "lightweight").save(arch)
     argv = ["evaluate", "--architecture", str(arch), "--embedder", "hash", "--split", "search", "--limit", "10"]
-    assert main([*argv, "--objective", "answer_recall"]) == 0
+    assert main([*argv, "--metric", "answer_recall"]) == 0
     out = capsys.readouterr().out
     assert "objective (answer_recall)" in out and "share of gold answer tokens anywhere" in out
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["evaluate", "--objective", "qa_f1", "--embedder", "hash"], "needs an LM reader"),
-    (["evaluate", "--objective", "bag", "--embedder", "hash"], "expected one of"),
-    (["compile", "--objective", "judge", "--budget", "1", "--storage", "memory", "--no-tracking",
+    (["evaluate", "--metric", "qa_f1", "--embedder", "hash"], "needs an LM reader"),
+    (["evaluate", "--metric", "bag", "--embedder", "hash"], "expected one of"),
+    (["compile", "--metric", "judge", "--budget", "1", "--storage", "memory", "--no-tracking",
       "--embedder", "hash", "--knob", "conversations=1"], "needs an LM reader"),
-    (["compare", "--objective", "nope", "--budget", "1", "--storage", "memory", "--no-tracking",
+    (["compare", "--metric", "nope", "--budget", "1", "--storage", "memory", "--no-tracking",
       "--embedder", "hash", "--knob", "conversations=1"], "expected one of"),
 ])
 def test_cli_bad_objective_is_one_line_exit_2(argv, needle, capsys):

@@ -58,9 +58,9 @@ def test_evaluate_program_reproduces_the_reported_test_score(compiled, capsys):
 
 def test_evaluate_program_shows_a_difference_clearly(compiled, capsys):
     capsys.readouterr()
-    assert main(["evaluate", "--program", str(compiled), "--budget", "10", "--top-k", "1"]) == 0
+    assert main(["evaluate", "--program", str(compiled), "--context-budget", "10", "--top-k", "1"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if "reported test" in ln)
-    assert "DIFFERS by" in line and "settings changed: budget, top_k" in line
+    assert "DIFFERS by" in line and "settings changed: context budget, top_k" in line
 
 
 def test_saved_memory_bank_is_not_used_and_said_so(compiled, tmp_path, capsys):

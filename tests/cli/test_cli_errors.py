@@ -69,7 +69,7 @@ def test_evaluate_invalid_architecture_is_rejected_up_front(tmp_path, changes, n
     (["--split", "TEST"], "--split"),
     (["--limit", "0"], "--limit"),
     (["--limit", "-3"], "--limit"),
-    (["--budget", "0"], "--budget"),
+    (["--context-budget", "0"], "--context-budget"),
     (["--top-k", "0"], "--top-k"),
     (["--embedder", "no-such-model"], "--embedder"),
     (["--benchmark", "nope"], "unknown benchmark"),
@@ -157,3 +157,54 @@ def test_validate_accepts_a_utf8_bom(tmp_path):
     f.write_bytes(b"\xef\xbb\xbf" + json.dumps(ARCH).encode())
     p = memarch("validate", str(f))
     assert p.returncode == 0 and "valid conversation architecture" in p.stdout, p.stderr
+
+
+# -- renamed options: one name per concept (memarch.cli.RENAMED) ------------------------------------
+OBJECTIVE_IS_METRIC = ("memarch: --objective is now --metric (the quality metric; --objectives names the "
+                       "study's objectives)")
+BUDGET_IS_CONTEXT = ("memarch evaluate: --budget is now --context-budget (words of context); --budget counts "
+                     "trials on compile and compare")
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["evaluate", "--objective", "answer_recall"], OBJECTIVE_IS_METRIC),
+    (["evaluate", "--embedder", "hash", "--objective=qa_f1"], OBJECTIVE_IS_METRIC),
+    # not read as an abbreviation of --objectives
+    (["compile", "--objective", "answer_recall", "--budget", "1"], OBJECTIVE_IS_METRIC),
+    (["compare", "--objective", "answer_recall"], OBJECTIVE_IS_METRIC),
+    (["landscape", "replay", "x.npz", "--objective", "answer_span"], OBJECTIVE_IS_METRIC),
+    (["evaluate", "--budget", "100"], BUDGET_IS_CONTEXT),
+    (["evaluate", "--limit", "3", "--budget=100", "--no-such-flag"], BUDGET_IS_CONTEXT),
+])
+def test_renamed_options_are_refused_with_one_line_naming_the_new_one(argv, line, capsys):
+    from memarch.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err == line + "\n" and captured.out == ""
+
+
+def test_renamed_options_are_refused_without_a_traceback():
+    one_line_exit_2(memarch("evaluate", "--objective", "answer_recall", "--budget", "100"), "is now --metric")
+    one_line_exit_2(memarch("evaluate", "--budget", "100"), "is now --context-budget")
+
+
+def test_renamed_options_are_hidden_and_budget_still_counts_trials():
+    from memarch.cli import build_parser, is_renamed
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for name in ("evaluate", "compile", "compare"):
+        sub = commands[name]
+        assert "--metric" in sub.format_help() and "--objective " not in sub.format_help()
+        assert "--context-budget" in sub.format_help()
+    assert "--budget" not in commands["evaluate"].format_help().replace("--memory-budget", "").replace(
+        "--context-budget", "")
+    assert any(is_renamed(a) for a in commands["evaluate"]._actions)
+    assert not any(is_renamed(a) and "--budget" in a.option_strings for a in commands["compile"]._actions)
+    args = parser.parse_args(["compile", "--budget", "7", "--context-budget", "150", "--metric", "answer_recall"])
+    assert (args.budget, args.context_budget, args.metric) == (7, 150, "answer_recall")
+    args = parser.parse_args(["evaluate", "--context-budget", "150", "--metric", "evidence_recall"])
+    assert (args.context_budget, args.metric) == (150, "evidence_recall")

@@ -61,3 +61,29 @@ def test_bad_input_is_one_line_exit_2(bad, capsys):
     assert main(bad) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("memarch: error:") and "\n" not in err
+
+
+def test_compile_prints_a_failed_test_evaluation_and_its_count(tmp_path, capsys, monkeypatch):
+    import memarch.cli.compile as cli_compile
+    from memarch.pipeline.trial import TrialResult
+
+    built = cli_compile.build_metric
+
+    class FailingTest:  # the benchmark's metric, whose test split fails
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def __call__(self, arch, data="search"):
+            if data == "test":
+                return TrialResult(arch, "generated", "test", 0.0, failed=True, error="RuntimeError: test exploded")
+            return self.inner(arch, data)
+
+    monkeypatch.setattr(cli_compile, "build_metric", lambda args, resources: FailingTest(built(args, resources)))
+    assert main(["compile", *TINY, "--budget", "2", "--strategies", "random", "--storage", "memory",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "test FAILED" in out and "test_failed 1" in out  # never "test 0.0000"
+    assert "test evaluation failed: RuntimeError: test exploded" in out

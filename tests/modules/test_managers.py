@@ -239,3 +239,20 @@ def test_clock_survives_save_and_reload(hash_resources, tmp_path):
     store.save(tmp_path)
     fresh = LightweightManager(hash_resources)
     assert fresh.tick(JsonStore.load(tmp_path, hash_resources), "default") == 3
+
+
+def test_a_dead_endpoint_fails_the_judgement_not_a_silent_rule(hash_resources):
+    from lm_helpers import dead_lm
+
+    from memarch.lm import LMUnavailableError
+    from memarch.pipeline.resources import Resources
+
+    lm, server = dead_lm()
+    res = Resources(embedder=hash_resources.embedder, cache_dir=hash_resources.cache_dir, lm=lm)
+    m, store = JsonFullManager(res), JsonStore(res)
+    old, new = _conflict_pair()
+    write(m, store, [old])
+    with pytest.raises(LMUnavailableError, match="unavailable"):
+        write(m, store, [new])
+    # no retry of a dead endpoint and no LM-free rule: the error reaches `evaluate`, whose trial fails
+    assert server.calls == 1 and m._resolver.fallbacks == 0 and store.count() == 1

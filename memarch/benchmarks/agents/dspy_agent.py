@@ -14,7 +14,8 @@ class DSPyAgent:
     """ReAct-style agent through a typed Signature: task, memory context, observation and the
     admissible actions in; one of the admissible actions out. An answer outside the admissible
     set is retried once with a note saying why (a new prompt, so DSPy's cache cannot replay it),
-    then the LM-free agent's choice is used (logged, counted in ``fallbacks`` of ``lm_requests``)."""
+    then the LM-free agent's choice is used (logged, counted in ``fallbacks`` of ``lm_requests``).
+    An unreachable endpoint raises :class:`LMUnavailableError` (the trial fails, no fallback)."""
 
     def __init__(self, lm: Any, *, fallback: MemoryGuidedAgent | None = None):
         import dspy
@@ -31,6 +32,7 @@ class DSPyAgent:
             memory: str, guides: Sequence[Guide]) -> tuple[str, dict[str, Any]]:
         import dspy
 
+        from memarch.lm.roles import as_unavailable
         from memarch.lm.structured import with_correction
 
         self.lm_requests += 1
@@ -46,7 +48,10 @@ class DSPyAgent:
                 if choice in admissible:
                     return choice, {"reasoning": getattr(out, "reasoning", ""), "lm": True}
                 problem = f"the action {choice[:80]!r} is not one of admissible_actions"
-            except Exception as exc:  # an unparsable answer or a dead endpoint
+            except Exception as exc:  # an unparsable answer; a dead endpoint fails the trial
+                unavailable = as_unavailable(exc)
+                if unavailable is not None:
+                    raise unavailable from exc
                 log.warning("agent LM call failed (%s)", exc.__class__.__name__)
                 problem = f"{exc.__class__.__name__}: {exc}"
         self.fallbacks += 1

@@ -1,5 +1,6 @@
 """`NoteToolAgent`: the DSPy agent with the note actions of a `files` store as `dspy.ReAct` tools;
-an answer outside the admissible actions falls back to the LM-free agent (counted)."""
+an answer outside the admissible actions falls back to the LM-free agent (counted); an unreachable
+endpoint raises :class:`LMUnavailableError` (the trial fails)."""
 from __future__ import annotations
 
 import logging
@@ -44,6 +45,8 @@ class NoteToolAgent:
             memory: str, guides: Sequence[Guide]) -> tuple[str, dict[str, Any]]:
         import dspy
 
+        from memarch.lm.roles import as_unavailable
+
         self.lm_requests += 1
         try:
             with dspy.context(lm=self.lm):
@@ -53,7 +56,10 @@ class NoteToolAgent:
             if action in admissible:
                 return action, {"lm": True, "trajectory": pred.trajectory}
             log.warning("note agent: %r is not an admissible action; using the memory-guided choice", action)
-        except Exception as exc:  # an unparsable answer or a dead endpoint
+        except Exception as exc:  # an unparsable answer; a dead endpoint fails the trial
+            unavailable = as_unavailable(exc)
+            if unavailable is not None:
+                raise unavailable from exc
             log.warning("note agent LM call failed (%s); using the memory-guided choice", exc.__class__.__name__)
         self.fallbacks += 1
         action, info = self.fallback.act(admissible, history, guides)

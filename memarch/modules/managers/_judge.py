@@ -1,5 +1,6 @@
 """One LM judgement with the managers' error policy: an answer that does not parse (or fails the
-caller's check) gets one corrective retry, then the caller's LM-free rule takes over, logged."""
+caller's check) gets one corrective retry, then the caller's LM-free rule takes over, logged; an
+unreachable endpoint raises :class:`LMUnavailableError` (the trial fails)."""
 from __future__ import annotations
 
 import logging
@@ -7,6 +8,7 @@ from typing import Any, Callable
 
 import dspy
 
+from memarch.lm.roles import as_unavailable
 from memarch.pipeline.resources import Resources
 
 log = logging.getLogger(__name__)
@@ -54,7 +56,10 @@ class Judge:
             try:
                 with self.resources.lm_context():
                     pred = self.predictor(**inputs, feedback=feedback)
-            except Exception as exc:  # noqa: BLE001 - parse, validation and transport errors alike
+            except Exception as exc:  # noqa: BLE001 - parse and validation errors; a dead endpoint is raised
+                unavailable = as_unavailable(exc)
+                if unavailable is not None:  # the trial fails, as in `call_typed`: no silent LM-free rule
+                    raise unavailable from exc
                 text = str(getattr(exc, "message", "") or exc).strip()
                 problem = (text.splitlines() or [type(exc).__name__])[0][:300]
                 continue

@@ -113,7 +113,8 @@ class ArchiveSampler(GuidedSampler):
         front = pareto_front(history.records)
         taken = set(held)
         diag_fallbacks = self.planner.diagnoser.fallbacks
-        proposer_errors, proposals, decisions = 0, [], []
+        proposer_fallbacks = getattr(self.planner.proposer, "fallbacks", 0)  # used fallbacks, not retries
+        proposals, decisions = [], []
         for i in drawn:
             parent = archive.records[i]
             diagnosis = diagnose(parent.result)
@@ -122,7 +123,7 @@ class ArchiveSampler(GuidedSampler):
             ctx = ProposalContext(space, history, champion, parent, diagnosis, gradient, obs, ledger, front,
                                   taken=set(taken))
             made = self.planner.proposer.propose(ctx, 1)
-            proposer_errors += int(getattr(self.planner.proposer, "last_error", None) is not None)
+            self.dropped.extend(getattr(self.planner.proposer, "dropped", []) or [])
             decision = {"architecture": parent.architecture.key(), "trial": parent.number,
                         "objective": parent.objective, "visits": archive.visits.get(parent.architecture.key(), 0),
                         "p": float(probs[i]), "diagnosis": diagnosis.to_dict(),
@@ -163,7 +164,7 @@ class ArchiveSampler(GuidedSampler):
             "ledger": ledger.to_dict(), "champion": champion.architecture.key() if champion else None,
             "objectives": list(objectives),
             "lm_fallbacks": {"diagnoser": self.planner.diagnoser.fallbacks - diag_fallbacks,
-                             "proposer": proposer_errors}})
+                             "proposer": getattr(self.planner.proposer, "fallbacks", 0) - proposer_fallbacks}})
         self._queue = [p for p, _ in proposals]
         self._parent_trial = {p.architecture.key(): n for p, n in proposals}
 

@@ -28,8 +28,12 @@ class LMProposer(dspy.Module):
         self.lm = lm
         self.predict = dspy.Predict(ProposeArchitectures)
         self.fallback = AttributionProposer()
-        self.last_error: str | None = None
+        self.last_error: str | None = None  # the last unusable answer (also when a retry then succeeded)
         self.dropped: list[dict[str, str]] = []  # the last round's LM proposals that were not used
+        self.fallbacks = 0  # rounds whose LM answer was unusable twice: the attribution proposer's were used
+        self.lm_requests = 0
+        self.repaired = 0  # invalid LM proposals repaired into valid ones
+        self.repair_failures = 0  # invalid LM proposals that could not be repaired (dropped)
 
     def _ask(self, ctx: ProposalContext, k: int, note: str = "") -> list[Any]:
         menus = {"encode": ctx.space.encoders, "store": ctx.space.stores,
@@ -47,6 +51,7 @@ class LMProposer(dspy.Module):
     def propose(self, ctx: ProposalContext, k: int) -> list[Proposal]:
         raw: list[Any] | None = None
         self.last_error = None
+        self.lm_requests += 1
         for attempt, note in enumerate(("", "Your previous answer did not parse: answer with valid JSON "
                                             "for the 'proposals' field only.")):
             try:
@@ -68,8 +73,11 @@ class LMProposer(dspy.Module):
                 except Exception:  # noqa: BLE001
                     fixed = None
                 logger.info("LM proposal %s invalid (%s); repaired to %s", arch.key(), v[0], fixed and fixed.key())
-                if fixed is None:
+                if fixed is None:  # counted with the dropped proposals, not lost
+                    self.repair_failures += 1
+                    self.dropped.append({"architecture": arch.key(), "why": f"invalid ({v[0]}); repair failed"})
                     continue
+                self.repaired += 1
                 arch = fixed
             arch = arch.canonical()
             if arch.key() in tried or arch.key() in taken:
@@ -87,7 +95,8 @@ class LMProposer(dspy.Module):
             if len(out) >= k:
                 break
         if len(out) < k:
-            if raw is None:
+            if raw is None:  # the fallback answer is used: counted (a retry that succeeded is not)
+                self.fallbacks += 1
                 logger.warning("proposer LM failed twice; using the attribution proposer")
             out.extend(self.fallback.propose(ctx, k - len(out), taken))
         return out

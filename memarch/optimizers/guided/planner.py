@@ -77,6 +77,8 @@ class RoundPlanner:
         diagnosis = diagnose(leader.result)
         tried, inert = history.tried() | set(taken or ()), ledger.inert_fields()
         actions = edit_menu(space, leader.architecture, obs, ledger, tried)
+        # A fallback counts when its answer is used (not when a retry succeeded): the counters' deltas.
+        fell_back = (self.diagnoser.fallbacks, getattr(self.proposer, "fallbacks", 0))
         gradient = self.diagnoser(diagnosis, actions)
         move, numeric = None, []
         if search_space is not None and search_space.mode == "full":
@@ -98,8 +100,8 @@ class RoundPlanner:
                                        for r in front],
                       "proposals": [{"architecture": p.architecture.key(), "role": p.role, "edit": p.edit}
                                     for p in proposals],
-                      "lm_fallbacks": {"diagnoser": int(self.diagnoser.last_error is not None),
-                                       "proposer": int(getattr(self.proposer, "last_error", None) is not None)}}
+                      "lm_fallbacks": {"diagnoser": self.diagnoser.fallbacks - fell_back[0],
+                                       "proposer": getattr(self.proposer, "fallbacks", 0) - fell_back[1]}}
         return proposals
 
     def artifacts(self) -> dict[str, Any]:

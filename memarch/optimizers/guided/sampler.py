@@ -7,8 +7,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from optuna.samplers import BaseSampler, RandomSampler
+from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
+from memarch.errors import MemarchError
 from memarch.optimizers.search import optuna_internals
 from memarch.optimizers.guided.champion import ALPHA
 from memarch.optimizers.guided.planner import RoundPlanner
@@ -27,6 +29,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def check_direction(study: "Study", sampler: str = "GuidedSampler") -> None:
+    """Refuse a minimising single-objective study: the guided rounds read a higher objective as
+    better (champion, leader, diagnosis), so minimising would steer towards the worst architecture."""
+    directions = study.directions
+    if len(directions) == 1 and directions[0] == StudyDirection.MINIMIZE:
+        raise MemarchError(f"{sampler} needs a maximising study (higher objective = better); study "
+                           f"{study.study_name} minimises: create it with direction='maximize' (e.g. return "
+                           f"1 - loss)")
+
+
 class GuidedSampler(BaseSampler):
     """Diagnosis-guided proposals of whole architectures (AutoMem) for any Optuna study.
 
@@ -37,7 +49,10 @@ class GuidedSampler(BaseSampler):
     the study already holds (evaluated, running, queued or failed): such proposals are dropped,
     counted in ``dropped`` and logged. Until the study has ``min_history`` evaluated
     architectures, and whenever a round has nothing left to propose, trials come from
-    ``independent_sampler`` (random by default), so the study always makes progress.
+    ``independent_sampler`` (random by default), so the study always makes progress. A higher
+    objective is better: a minimising single-objective study is refused (`MemarchError`); completed
+    trials whose objective recorded no outcomes are counted (``unrecorded_trials``) and warned about
+    once, rather than the search silently behaving as its independent sampler.
 
     Example::
 
@@ -81,6 +96,8 @@ class GuidedSampler(BaseSampler):
         self.proposed: dict[int, int] = {}  # trial number -> round index
         self.dropped: list[dict[str, Any]] = []  # proposals not used, with why
         self.fallback_trials = 0  # trials that came from the independent sampler
+        self.unrecorded_trials = 0  # completed trials without `record_result` outcomes (warned once)
+        self._warned_unrecorded = False
 
     # -- the sampler contract -----------------------------------------------------------------------
     def infer_relative_search_space(self, study: "Study", trial: "FrozenTrial") -> dict[str, "BaseDistribution"]:
@@ -90,7 +107,9 @@ class GuidedSampler(BaseSampler):
                         search_space: dict[str, "BaseDistribution"]) -> dict[str, Any]:
         if not search_space:
             return {}
+        check_direction(study, type(self).__name__)
         history = History.from_study(study, self._cache)
+        self._check_recorded(study, history)
         if len(history) < self.min_history:
             self.fallback_trials += 1
             return {}
@@ -135,6 +154,20 @@ class GuidedSampler(BaseSampler):
         self.rounds.append(round_)
         self._queue = list(proposals)
 
+    def _check_recorded(self, study: "Study", history: History) -> None:
+        """Completed trials the history cannot read (the objective returned a number without
+        `record_result` / `record_outcomes`): counted, and warned about once per sampler — without
+        outcomes there is nothing to diagnose and the trials come from the independent sampler."""
+        complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        self.unrecorded_trials = max(0, complete - len(history) - history.repeats)
+        if self.unrecorded_trials and not self._warned_unrecorded:
+            self._warned_unrecorded = True
+            logger.warning("%s: %d completed trial(s) of study %s carry no recorded outcomes (the objective "
+                           "returned a value without memarch.record_result or record_outcomes); without them "
+                           "there is nothing to diagnose and those trials are invisible to the guided search, "
+                           "which draws from %s meanwhile", type(self).__name__, self.unrecorded_trials,
+                           study.study_name, type(self._independent).__name__)
+
     def _annotate(self, study: "Study", trial: "FrozenTrial", p: "Proposal") -> None:
         self.proposed[trial.number] = len(self.rounds) - 1
         for name, value in p.attrs().items():
@@ -151,7 +184,10 @@ class GuidedSampler(BaseSampler):
         return None if i is None else self.rounds[i]
 
     def stats(self) -> dict[str, int]:
+        proposer = self.planner.proposer
         return {"rounds": len(self.rounds), "dropped_proposals": len(self.dropped),
-                "fallback_trials": self.fallback_trials,
+                "fallback_trials": self.fallback_trials, "unrecorded_trials": self.unrecorded_trials,
+                "lm_proposals_repaired": getattr(proposer, "repaired", 0),
+                "lm_repair_failures": getattr(proposer, "repair_failures", 0),
                 "diagnoser_lm_fallbacks": sum(r.get("lm_fallbacks", {}).get("diagnoser", 0) for r in self.rounds),
                 "proposer_lm_fallbacks": sum(r.get("lm_fallbacks", {}).get("proposer", 0) for r in self.rounds)}

@@ -221,6 +221,9 @@ class Tracker:
                 if isinstance(v, (int, float)) and math.isfinite(float(v))]
         if nums:
             self.client.log_batch(self.parent_run_id, metrics=nums)
+        if summary.get("test_failed"):  # a failed test evaluation: a tag and test_failed=1, never a 0.0 score
+            self.client.set_tag(self.parent_run_id, "memarch.test_failed",
+                                str(summary.get("test_error") or "failed")[:500])
         self.client.log_dict(self.parent_run_id, summary, "summary.json")
         if self._ledger is not None:
             self.client.log_dict(self.parent_run_id, {"ledger": self._ledger}, "ledger.json")

@@ -142,7 +142,9 @@ def test_archive_and_visits_persist_across_resume(space, tmp_path):
 
 
 def test_two_workers_share_one_archive(tmp_path):
-    from test_search_workers import _load, _wait, _worker
+    from search_helpers import load_shared_study as _load
+    from search_helpers import start_worker as _worker
+    from search_helpers import wait_workers as _wait
 
     url = f"sqlite:///{tmp_path}/optuna.db"
     budget = 12

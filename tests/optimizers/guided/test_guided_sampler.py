@@ -100,3 +100,48 @@ def test_empty_history_defers_to_the_independent_sampler(space):
     study = optuna.create_study(direction="maximize", sampler=sampler)
     study.optimize(_objective(space, SyntheticMetric(n_queries=10), []), n_trials=2)
     assert sampler.fallback_trials == 2 and not sampler.rounds
+
+
+def test_trials_without_recorded_outcomes_are_warned_once_and_minimising_is_refused(space, caplog):
+    from memarch.errors import MemarchError
+
+    def plain(trial):  # returns a number, never calls record_result: nothing to diagnose
+        arch = space.suggest(trial)
+        if not space.is_valid(arch):
+            raise optuna.TrialPruned()
+        return SyntheticMetric(n_queries=10)(arch, "search").objective
+
+    sampler = memarch.GuidedSampler(space, seed=0, k=2)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    with caplog.at_level("WARNING", logger="memarch.optimizers.guided.sampler"):
+        study.optimize(plain, n_trials=6)
+    warned = [r for r in caplog.records if "carry no recorded outcomes" in r.getMessage()]
+    assert len(warned) == 1 and "record_result" in warned[0].getMessage()  # once per sampler, not per trial
+    complete = len([t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE])
+    assert sampler.stats()["unrecorded_trials"] >= complete - 1 >= 1 and not sampler.rounds
+
+    minimising = optuna.create_study(direction="minimize", sampler=memarch.GuidedSampler(space, seed=0))
+    with pytest.raises(MemarchError, match="maximising study"):
+        minimising.optimize(plain, n_trials=1)
+
+
+def test_a_retry_that_succeeds_counts_no_lm_fallback(space):
+    import dspy
+
+    grad = {"primary_signal": "retrieve", "confidence": "high", "recommended_action": "x",
+            "evidence_ids": ["search-1"], "reasoning": "misses"}
+    props = [{"encode": ["tip", "workflow"], "store": "graph", "retrieve": "graph", "manage": "lightweight",
+              "edit": "", "rationale": "graph recall"}]
+    # diagnoser and proposer: an unusable first answer each, then a good one on the corrective retry
+    lm = dspy.utils.DummyLM([{"gradient": "no idea"}, {"gradient": grad}, {"proposals": "garbage"},
+                             {"proposals": props}], adapter=dspy.JSONAdapter())
+    sampler = memarch.GuidedSampler(space, seed=0, k=1, min_history=1, meta_lm=lm)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study.enqueue_trial(space.to_params(Architecture(("tip",), "json", "hybrid", "lightweight")))
+    study.optimize(_objective(space, SyntheticMetric(n_queries=20), []), n_trials=2)
+    assert study.trials[1].system_attrs.get("memarch:role") == "lm"  # the retried LM answer was used
+    assert sampler.rounds[0]["lm_fallbacks"] == {"diagnoser": 0, "proposer": 0}
+    stats = sampler.stats()
+    assert stats["diagnoser_lm_fallbacks"] == stats["proposer_lm_fallbacks"] == 0
+    assert sampler.planner.diagnoser.lm_requests == 1 and sampler.planner.proposer.lm_requests == 1
+    assert sampler.planner.diagnoser.fallbacks == sampler.planner.proposer.fallbacks == 0

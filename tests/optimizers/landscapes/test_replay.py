@@ -100,7 +100,7 @@ def test_cli_replay_writes_table_runs_and_curves(land, tmp_path, capsys):
     (["--strategies", "guided@warm"], "unknown warm start"),
     (["--budget", "10", "--horizon", "5"], "--horizon"),
     (["--seeds", "0"], "--seeds"),
-    (["--objective", "qa_f1"], "not stored"),
+    (["--metric", "qa_f1"], "not stored"),
 ])
 def test_cli_replay_bad_input_is_one_line_exit_2(land, argv, needle, capsys):
     assert main(["landscape", "replay", land.path, *argv]) == 2

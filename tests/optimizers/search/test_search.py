@@ -317,3 +317,64 @@ def test_explore_ablates_one_encoder_of_the_leader(space):
     props = RoundPlanner(k=30).plan(h, space, k=30)  # a round wide enough to reach every explore tier
     ablations = [p for p in props if p.role == "explore" and set(p.architecture.encode) < set(leader.encode)]
     assert ablations, [p.edit for p in props]
+
+
+class _FailingTest(SyntheticMetric):
+    """The synthetic objective whose test evaluations fail (the first ``fail`` of them; None: all)."""
+
+    def __init__(self, fail: int | None = None, **kw):
+        super().__init__(**kw)
+        self.fail, self.test_calls = fail, 0
+
+    def __call__(self, arch, data="search"):
+        if data == "test":
+            self.test_calls += 1
+            if self.fail is None or self.test_calls <= self.fail:
+                from memarch.pipeline.trial import TrialResult
+
+                return TrialResult(arch, "synthetic", "test", 0.0, failed=True, error="RuntimeError: test exploded")
+        return super().__call__(arch, data)
+
+
+def test_a_failed_test_evaluation_is_none_and_counted_not_zero(space, tmp_path):
+    from memarch.optimizers.tracking.tracker import Tracker
+
+    tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", artifact_root=tmp_path / "artifacts")
+    opt = MemarchOptimizer(_FailingTest(n_queries=20), strategy="random", budget=4, tracker=tracker,
+                           log_model=False)
+    opt.compile(space)
+    rep = opt.report
+    assert rep.test_score is None and rep.counts["test_failed"] == 1 and "test exploded" in rep.test_error
+    assert rep.to_dict()["test_score"] is None and "test exploded" in rep.to_dict()["test_error"]
+    parent = tracker.client.get_run(tracker.parent_run_id).data
+    assert "test_score" not in parent.metrics  # no fake 0.0 in MLflow
+    assert parent.metrics["test_failed"] == 1 and "test exploded" in parent.tags["memarch.test_failed"]
+
+
+def test_compare_medians_are_over_the_runs_whose_test_succeeded(space):
+    cmp = compare(_FailingTest(fail=1, n_queries=20), space, ["random"], seeds=3, budget=3, baselines=False)
+    row = cmp.rows()[0]
+    tests = [r.test_score for r in cmp.runs["random"]]
+    assert tests[0] is None and None not in tests[1:]
+    assert (row["test_runs"], row["test_failed"]) == (2, 1)
+    assert row["test_median"] == pytest.approx(sorted(tests[1:])[0] / 2 + sorted(tests[1:])[1] / 2)
+    table = cmp.table()
+    assert "random test: median over 2 of 3 seeds; 1 failed" in table and "test_failed 1" in table
+
+
+def test_a_dropped_proposal_is_in_the_end_of_run_counts_and_warned(space, caplog):
+    warm = [Architecture(("tip",), "json", "hybrid", "lightweight"),
+            Architecture(("workflow",), "vector", "mmr", "json_full"),
+            Architecture(("trajectory",), "hybrid", "contrastive", "lightweight")]
+    grad = {"primary_signal": "retrieve", "confidence": "high", "recommended_action": "x",
+            "evidence_ids": ["search-1"], "reasoning": "misses"}
+    again = {"encode": ["tip"], "store": "json", "retrieve": "hybrid", "manage": "lightweight",  # evaluated
+             "edit": "", "rationale": "again"}
+    lm = dspy.utils.DummyLM([{"gradient": grad}, {"proposals": [again]}] * 3, adapter=dspy.JSONAdapter())
+    opt = MemarchOptimizer(SyntheticMetric(n_queries=20), strategy="guided", budget=5, meta_lm=lm, warm_start=warm)
+    with caplog.at_level(logging.WARNING, logger="memarch.optimizers.compile"):
+        opt.compile(space)
+    counts = opt.report.counts
+    assert counts["dropped_proposals"] >= 1 and counts["proposer_lm_fallbacks"] == 0
+    summary = [r.getMessage() for r in caplog.records if "dropped_proposals" in r.getMessage()]
+    assert len(summary) == 1 and f"dropped_proposals {counts['dropped_proposals']}" in summary[0]

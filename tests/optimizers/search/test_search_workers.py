@@ -16,43 +16,11 @@ from pathlib import Path
 import optuna
 import pytest
 from optuna.trial import TrialState
+from search_helpers import load_shared_study as _load
+from search_helpers import start_worker as _worker
+from search_helpers import wait_workers as _wait
 
-HERE = Path(__file__).parents[2]  # tests/, where the helpers are
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-WORKER = r"""
-import sys, optuna
-sys.path.insert(0, {here!r})
-optuna.logging.set_verbosity(optuna.logging.WARNING)
-from search_helpers import SyntheticMetric, fake_registry
-from memarch.optimizers.search.runner import Search
-from memarch.optimizers.search.param_space import ParamSpace
-from memarch.optimizers.strategies import make_sampler
-from memarch.optimizers.search.study import make_storage, open_study
-from memarch.pipeline.space import ArchitectureSpace
-storage_url, strategy, seed, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-objectives = tuple(sys.argv[5].split(","))
-with fake_registry():
-    ss = ParamSpace(ArchitectureSpace("experience", lm_available=False))
-    storage = make_storage(storage_url, heartbeat_interval=1, grace_period=2)
-    study = open_study("shared", storage, make_sampler(strategy, ss, seed=seed), space=ss.describe(), resume=True,
-                       objectives=objectives)
-    Search(SyntheticMetric(n_queries=20), ss, budget=budget, objectives=objectives).run(study)
-"""
-
-
-def _worker(url: str, strategy: str, seed: int, budget: int, delay: float,
-            objectives: str = "quality") -> subprocess.Popen:
-    env = dict(os.environ, SEARCH_DOUBLE_DELAY=str(delay))
-    return subprocess.Popen([sys.executable, "-c", WORKER.format(here=str(HERE)), url, strategy, str(seed), str(budget),
-                             objectives], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _load(url: str) -> optuna.Study:
-    from memarch.optimizers.search.study import make_storage
-
-    return optuna.load_study(study_name="shared", storage=make_storage(url))
-
 
 def _check_distinct(study: optuna.Study, budget: int) -> None:
     # A repeat of an evaluated architecture is COMPLETE (the sampler learns from it) but marked and
@@ -64,12 +32,6 @@ def _check_distinct(study: optuna.Study, budget: int) -> None:
     # every completed trial evaluated its own architecture once: no trial ran twice
     retried_from = [t.system_attrs.get("failed_trial") for t in done if "failed_trial" in t.system_attrs]
     assert len(retried_from) == len(set(retried_from))
-
-
-def _wait(procs, timeout=120):
-    for p in procs:
-        out, err = p.communicate(timeout=timeout)
-        assert p.returncode == 0, err[-2000:]
 
 
 def test_sigkill_mid_study_then_resume_loses_and_duplicates_nothing(tmp_path):

@@ -1,5 +1,6 @@
-"""The ``--objective`` option that `evaluate`, `compile` and `compare` share: the option, the
-check of a name against the benchmark and the LMs given (one line, exit 2), and its printed name."""
+"""The ``--metric`` option that `evaluate`, `compile` and `compare` share (the quality metric;
+``--objectives`` names a study's objectives: the metric's score plus costs): the option, the check
+of a name against the benchmark and the LMs given (one line, exit 2), and its printed name."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,35 +12,35 @@ from memarch.benchmarks.metrics.registry import METRICS, default_metric, describ
 LM_FREE = tuple(o for o in METRICS if o not in WITH_LM)
 
 
-def add_objective_argument(p) -> None:
-    p.add_argument("--objective", default=None, metavar="NAME",
+def add_metric_argument(p) -> None:
+    p.add_argument("--metric", default=None, metavar="NAME",
                    help=f"conversation benchmarks: {'|'.join(LM_FREE)} (default answer_span), or with an LM "
                         f"{'|'.join(WITH_LM)} (default qa_f1); agent benchmarks always use their task score")
 
 
-def check_metric(objective: str | None, benchmark: Any, *, lm: bool, judge: bool = True) -> str | None:
-    """``objective`` if it suits the benchmark and the LMs given (None stays None: the default),
+def check_metric(metric: str | None, benchmark: Any, *, lm: bool, judge: bool = True) -> str | None:
+    """``metric`` if it suits the benchmark and the LMs given (None stays None: the default),
     else MemarchError naming what would do.
 
     Args:
         lm: a task LM (hence a reader) is configured.
         judge: an answer judge can be built (``--judge`` / ``--judge-lm``, or any LM for compile).
     """
-    if objective is None:
+    if metric is None:
         return None
     from memarch.benchmarks.base import TaskBenchmark
 
-    if objective not in METRICS:
-        raise MemarchError(f"--objective {objective!r}: expected one of {', '.join(METRICS)}")
+    if metric not in METRICS:
+        raise MemarchError(f"--metric {metric!r}: expected one of {', '.join(METRICS)}")
     if isinstance(benchmark, TaskBenchmark):
-        raise MemarchError(f"--objective {objective}: {benchmark.name} is an agent benchmark, scored by its "
-                           "task score (drop --objective)")
-    if objective in WITH_LM and not lm:
-        raise MemarchError(f"--objective {objective} needs an LM reader (--lm); without an LM use one of "
+        raise MemarchError(f"--metric {metric}: {benchmark.name} is an agent benchmark, scored by its "
+                           "task score (drop --metric)")
+    if metric in WITH_LM and not lm:
+        raise MemarchError(f"--metric {metric} needs an LM reader (--lm); without an LM use one of "
                            f"{', '.join(LM_FREE)}")
-    if objective == "judge" and not judge:
-        raise MemarchError("--objective judge needs an answer judge (memarch evaluate: add --judge)")
-    return objective
+    if metric == "judge" and not judge:
+        raise MemarchError("--metric judge needs an answer judge (memarch evaluate: add --judge)")
+    return metric
 
 
 def objective_of(metric: Any) -> str:
