@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=50)
     p.add_argument("--budget", type=int, default=20)
     p.add_argument("--horizon", type=int, default=200)
-    p.add_argument("--objective", default=None, help="default: answer_span")
+    p.add_argument("--metric", default=None, help="the landscape metric the replay optimises (default: answer_span)")
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
         land = Landscape.load(path)
         t0 = time.time()
-        replay = Replay(land, objective=args.objective, budget=args.budget, horizon=args.horizon)
+        replay = Replay(land, objective=args.metric, budget=args.budget, horizon=args.horizon)
         report = replay.run_all(args.strategies.split(","), range(args.seeds), workers=args.workers)
         print(f"\n=== {name}: {args.seeds} seeds per strategy, {time.time() - t0:.0f} s ===")
         print(report.table())

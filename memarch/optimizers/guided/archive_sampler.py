@@ -12,14 +12,8 @@ import numpy as np
 from memarch.optimizers.search import optuna_internals
 from memarch.optimizers.guided.archive import (NO_MEMORY_ATTR, TEMPERATURE, Archive, record_round,
                                                sample_parents, set_no_memory)
-from memarch.optimizers.guided.champion import select_champion
-from memarch.benchmarks.evaluation.diagnosis import diagnose
 from memarch.optimizers.guided.edits import describe
-from memarch.optimizers.guided.ledger import Ledger
-from memarch.optimizers.guided.observations import Observations
 from memarch.optimizers.search.pareto import pareto_front
-from memarch.optimizers.guided.planner import edit_menu
-from memarch.optimizers.guided.proposer import ProposalContext
 from memarch.optimizers.guided.sampler import GuidedSampler
 from memarch.optimizers.search.proposal import Proposal
 
@@ -107,22 +101,17 @@ class ArchiveSampler(GuidedSampler):
         drawn = sample_parents(self._rng, probs, self.k)
         self.parents_drawn += len(drawn)
         space = self.space.space
-        obs = Observations.from_history(history, space.encoders)
-        ledger = Ledger.from_history(history, self.planner.alpha)
-        champion = select_champion(history, self.planner.alpha)
+        round_state = self.planner.round_state(history, space)  # the guided round's steps, per parent
+        ledger, champion = round_state.ledger, round_state.champion
         front = pareto_front(history.records)
         taken = set(held)
-        diag_fallbacks = self.planner.diagnoser.fallbacks
-        proposer_fallbacks = getattr(self.planner.proposer, "fallbacks", 0)  # used fallbacks, not retries
+        fell_back = self.planner.fallback_counts()  # used fallbacks, not retries that succeeded
         proposals, decisions = [], []
         for i in drawn:
             parent = archive.records[i]
-            diagnosis = diagnose(parent.result)
-            gradient = self.planner.diagnoser(diagnosis, edit_menu(space, parent.architecture, obs, ledger,
-                                                                   history.tried() | taken))
-            ctx = ProposalContext(space, history, champion, parent, diagnosis, gradient, obs, ledger, front,
-                                  taken=set(taken))
-            made = self.planner.proposer.propose(ctx, 1)
+            diagnosis, gradient = self.planner.gradient_for(parent, space, round_state, history.tried() | taken)
+            made = self.planner.proposals_for(parent, history, space, round_state, front, diagnosis, gradient,
+                                              k=1, taken=taken)
             self.dropped.extend(getattr(self.planner.proposer, "dropped", []) or [])
             decision = {"architecture": parent.architecture.key(), "trial": parent.number,
                         "objective": parent.objective, "visits": archive.visits.get(parent.architecture.key(), 0),
@@ -163,8 +152,7 @@ class ArchiveSampler(GuidedSampler):
                            "parent_trial": n} for p, n in proposals],
             "ledger": ledger.to_dict(), "champion": champion.architecture.key() if champion else None,
             "objectives": list(objectives),
-            "lm_fallbacks": {"diagnoser": self.planner.diagnoser.fallbacks - diag_fallbacks,
-                             "proposer": getattr(self.planner.proposer, "fallbacks", 0) - proposer_fallbacks}})
+            "lm_fallbacks": self.planner.fallbacks_since(fell_back)})
         self._queue = [p for p, _ in proposals]
         self._parent_trial = {p.architecture.key(): n for p, n in proposals}
 

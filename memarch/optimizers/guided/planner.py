@@ -4,11 +4,12 @@ is given, the attribution rules otherwise). `GuidedSampler` asks it whenever its
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memarch.benchmarks.evaluation.diagnosis import Diagnosis, diagnose
 from memarch.optimizers.guided.champion import ALPHA, select_champion
 from memarch.optimizers.guided.diagnoser import Diagnoser
-from memarch.benchmarks.evaluation.diagnosis import diagnose
 from memarch.optimizers.guided.edits import candidate_edits
 from memarch.optimizers.guided.ledger import Ledger
 from memarch.optimizers.guided.observations import Observations
@@ -19,13 +20,22 @@ from memarch.optimizers.guided.proposer import AttributionProposer, ProposalCont
 from memarch.optimizers.search.objectives import SINGLE, values_of
 
 if TYPE_CHECKING:
-    from memarch.optimizers.search.history import History
+    from memarch.optimizers.search.history import History, TrialRecord
     from memarch.optimizers.search.proposal import Proposal
     from memarch.optimizers.search.param_space import ParamSpace
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.space import ArchitectureSpace
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RoundState:
+    """What one round's edits read: the noise-guarded champion, per-choice observations, the ledger."""
+
+    champion: Any
+    observations: Observations
+    ledger: Ledger
 
 
 class RoundPlanner:
@@ -64,9 +74,8 @@ class RoundPlanner:
         k = k or self.k
         if not history.records:
             return []
-        champion = select_champion(history, self.alpha)
-        obs = Observations.from_history(history, space.encoders)
-        ledger = Ledger.from_history(history, self.alpha)
+        state = self.round_state(history, space)
+        champion, obs, ledger = state.champion, state.observations, state.ledger
         if len(objectives) > 1:
             front = objective_front(history.records, objectives)
             leader = front[self.rounds % len(front)]
@@ -74,19 +83,17 @@ class RoundPlanner:
             front = pareto_front(history.records)
             leader = history.best()  # the round edits the leader; the champion guards what is kept
         self.rounds += 1
-        diagnosis = diagnose(leader.result)
         tried, inert = history.tried() | set(taken or ()), ledger.inert_fields()
-        actions = edit_menu(space, leader.architecture, obs, ledger, tried)
-        # A fallback counts when its answer is used (not when a retry succeeded): the counters' deltas.
-        fell_back = (self.diagnoser.fallbacks, getattr(self.proposer, "fallbacks", 0))
-        gradient = self.diagnoser(diagnosis, actions)
+        fell_back = self.fallback_counts()
+        diagnosis, gradient = self.gradient_for(leader, space, state, tried)
         move, numeric = None, []
         if search_space is not None and search_space.mode == "full":
             move, numeric = numeric_proposals(search_space, leader.result, tried, primary=gradient.primary_signal,
                                               inert=inert, inert_knobs=ledger.inert_knobs())
-        ctx = ProposalContext(space, history, champion, leader, diagnosis, gradient, obs, ledger, front,
-                              taken=set(taken or ()) | {p.architecture.key() for p in numeric})
-        proposals = numeric + (self.proposer.propose(ctx, k - len(numeric)) if k > len(numeric) else [])
+        more = k - len(numeric)
+        proposals = numeric + (self.proposals_for(leader, history, space, state, front, diagnosis, gradient, k=more,
+                                                  taken=set(taken or ()) | {p.architecture.key() for p in numeric})
+                               if more > 0 else [])
         if not proposals:
             logger.info("guided: every neighbour of the front is tried; the next trials come from the fallback sampler")
         self._last = {"diagnosis": diagnosis.to_dict(), "gradient": gradient.model_dump(),
@@ -100,9 +107,40 @@ class RoundPlanner:
                                        for r in front],
                       "proposals": [{"architecture": p.architecture.key(), "role": p.role, "edit": p.edit}
                                     for p in proposals],
-                      "lm_fallbacks": {"diagnoser": self.diagnoser.fallbacks - fell_back[0],
-                                       "proposer": getattr(self.proposer, "fallbacks", 0) - fell_back[1]}}
+                      "lm_fallbacks": self.fallbacks_since(fell_back)}
         return proposals
+
+    # The steps of a round, shared with the archive strategy (archive_sampler.py), which edits
+    # parents drawn from its archive instead of the leader.
+    def round_state(self, history: "History", space: "ArchitectureSpace") -> RoundState:
+        """What every edit of one round reads: the champion, the observations and the ledger."""
+        return RoundState(champion=select_champion(history, self.alpha),
+                          observations=Observations.from_history(history, space.encoders),
+                          ledger=Ledger.from_history(history, self.alpha))
+
+    def gradient_for(self, parent: "TrialRecord", space: "ArchitectureSpace", state: RoundState,
+                     tried: set[str]) -> tuple[Diagnosis, Any]:
+        """The parent's diagnosis and the textual gradient over its untried, non-dead-end edits."""
+        diagnosis = diagnose(parent.result)
+        actions = edit_menu(space, parent.architecture, state.observations, state.ledger, tried)
+        return diagnosis, self.diagnoser(diagnosis, actions)
+
+    def proposals_for(self, parent: "TrialRecord", history: "History", space: "ArchitectureSpace",
+                      state: RoundState, front: list["TrialRecord"], diagnosis: Diagnosis, gradient: Any, *,
+                      k: int, taken: set[str]) -> list["Proposal"]:
+        """Up to ``k`` untried, valid edits of ``parent`` that follow ``gradient``."""
+        ctx = ProposalContext(space, history, state.champion, parent, diagnosis, gradient, state.observations,
+                              state.ledger, front, taken=set(taken))
+        return self.proposer.propose(ctx, k)
+
+    def fallback_counts(self) -> tuple[int, int]:
+        """The diagnoser's and the proposer's used-fallback counters now (a retry that succeeded
+        is not a fallback)."""
+        return self.diagnoser.fallbacks, getattr(self.proposer, "fallbacks", 0)
+
+    def fallbacks_since(self, before: tuple[int, int]) -> dict[str, int]:
+        now = self.fallback_counts()
+        return {"diagnoser": now[0] - before[0], "proposer": now[1] - before[1]}
 
     def artifacts(self) -> dict[str, Any]:
         return dict(self._last)
