@@ -32,3 +32,19 @@ def test_note_tool_agent_raises_on_a_dead_endpoint_instead_of_falling_back(hash_
     with pytest.raises(LMUnavailableError, match="unavailable"):
         agent.act("cook", "You are in the kitchen.", ADMISSIBLE, [], "", [])
     assert server.calls == 1 and agent.fallbacks == 0
+
+
+def test_a_dead_endpoint_in_any_lm_path_fails_the_trial_as_lm_unavailable(hash_resources):
+    """An LM encoder's own call (not one of the guarded paths) reaching a dead endpoint: the trial
+    fails, named as the endpoint failure, with no score."""
+    from memarch.benchmarks.evaluation.evaluate import evaluate
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.resources import Resources
+
+    lm, server = dead_lm()
+    res = Resources(embedder=hash_resources.embedder, lm=lm, cache_dir=hash_resources.cache_dir,
+                    use_encoder_cache=False)
+    result = evaluate(Architecture(("fact",), "vector", "hybrid", "lightweight"), "generated", split="search",
+                      resources=res, limit=3)
+    assert result.failed and server.calls >= 1
+    assert result.error.startswith("LMUnavailableError:") and "unavailable" in result.error, result.error

@@ -124,6 +124,9 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
                 result.metadata["memory_budget"] = {"tokens": program.manager.memory_budget,
                                                     **program.manager.budget_stats}
     except Exception as exc:  # a trial fails, not the study
+        from memarch.lm.roles import as_unavailable
+
+        exc = as_unavailable(exc) or exc  # a dead endpoint in any LM path: one LMUnavailableError line
         log.warning("trial %s on %s failed: %s", arch, bench_name, exc)
         named = "task_score" if isinstance(benchmark, TaskBenchmark) else objective
         result = TrialResult(architecture=arch, benchmark=bench_name, split=split, objective=0.0,
