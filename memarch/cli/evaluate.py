@@ -117,10 +117,14 @@ def _print(result) -> None:
     name = result.metadata.get("objective")
     what = explain_metric(name, result.metadata.get("budget_tokens"))
     print(f"  objective ({name}): {result.objective:.4f}  [{what}]")
-    print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k not in ("questions", "tasks") else f"{k}={v:g}"
-                                   for k, v in result.scores.items()))
+    from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
+
+    counts = ("questions", "tasks", "retrieval_skipped", "objective_fallbacks")
+    print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k not in counts else f"{k}={v:g}"
+                                   for k, v in result.scores.items() if k not in RETRIEVAL_METRICS))
     for cat, v in result.per_category.items():
         print(f"    {cat:<28} {v:.4f}")
+    _print_retrieval(result, RETRIEVAL_METRICS)
     print("  failures attributed: " + ", ".join(f"{m}={n}" for m, n in result.attribution.items()))
     tokens = {k: v for k, v in result.cost.items() if k.startswith(("tokens_", "lm_calls"))}
     if tokens:
@@ -140,6 +144,20 @@ def _print(result) -> None:
           f"{c.get('memory_tokens_max_ns', 0):g}); time: {c['wall_s']:.2f} s (write {c.get('write_s', 0):.2f} s, "
           f"read {c.get('read_s', 0):.2f} s; per read p50 {c.get('read_p50_ms', 0):.1f} ms, "
           f"p95 {c.get('read_p95_ms', 0):.1f} ms)")
+
+
+def _print_retrieval(result, metrics) -> None:
+    """The turn-level retrieval metrics (ranx, over the gold evidence ids), overall and per
+    category, for a conversation benchmark."""
+    shown = [m for m in metrics if m in result.scores]
+    if not shown:
+        return
+    print(f"  retrieval (turn level over evidence ids, ranx; {result.scores.get('retrieval_skipped', 0):g} "
+          "questions without evidence skipped):")
+    print(f"    {'':<28} " + " ".join(f"{m:>9}" for m in shown))
+    print(f"    {'all':<28} " + " ".join(f"{result.scores[m]:>9.4f}" for m in shown))
+    for cat, values in result.metadata.get("retrieval_per_category", {}).items():
+        print(f"    {cat:<28} " + " ".join(f"{values[m]:>9.4f}" if m in values else f"{'-':>9}" for m in shown))
 
 
 def _print_fallbacks(result) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from memarch.benchmarks.evaluation.attribution import StoreView, WriteTrace, attribute
 from memarch.benchmarks.base import Benchmark, TaskBenchmark
+from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
 from memarch.benchmarks.metrics.scores import mean
 from memarch.benchmarks.evaluation.protocols import collect_then_deploy, question_query, stream_schedule
 from memarch.pipeline.architecture import Architecture
@@ -239,6 +240,13 @@ def _stream_result(bench: Benchmark, outcomes: list[QueryOutcome], per_query: di
     fallbacks = sum(1 for o in outcomes if "objective_fallback" in o.evidence)
     if fallbacks:
         scores["objective_fallbacks"] = float(fallbacks)
+    skipped = sum(1 for o in outcomes if o.evidence.get("retrieval_skipped"))
+    scores["retrieval_skipped"] = float(skipped)  # questions without gold evidence: no hit@k etc.
+    ranked_by_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for o in outcomes:
+        for m in RETRIEVAL_METRICS:
+            if m in o.evidence:
+                ranked_by_cat[o.category][m].append(o.evidence[m])
     return TrialResult(
         architecture=None, benchmark=bench.name, split=bench.split_name,
         objective=mean(o.score for o in outcomes), scores=scores,
@@ -246,7 +254,10 @@ def _stream_result(bench: Benchmark, outcomes: list[QueryOutcome], per_query: di
         cost={**{k: round(v, 4) for k, v in timing.items()},
               **{k: v for k, v in read_costs(latency).items() if k != "read_s"}}, outcomes=outcomes,
         attribution={m: attribution.get(m, 0) for m in ("encode", "manage", "store", "retrieve")},
-        metadata={"objective": objective, "protocol": "stream", "success_threshold": threshold})
+        metadata={"objective": objective, "protocol": "stream", "success_threshold": threshold,
+                  # per category, the turn-level retrieval metrics over the questions with evidence
+                  "retrieval_per_category": {c: {m: mean(v) for m, v in ms.items()}
+                                             for c, ms in sorted(ranked_by_cat.items())}})
 
 
 def _run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, budget: int | None,

@@ -1,5 +1,5 @@
 """Scoring one question of a stream: read the memory, score the context (answer span, answer recall,
-evidence recall; with an LM reader QA F1 and an optional judge), and attribute a failure to the
+evidence recall, the turn-level retrieval metrics hit@k / recall@k / ndcg@k / mrr; with an LM reader QA F1 and an optional judge), and attribute a failure to the
 module that lost the answer."""
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from memarch.benchmarks.evaluation.attribution import StoreView, WriteTrace, attribute, gold_rank
 from memarch.benchmarks.base import Question
+from memarch.benchmarks.metrics.retrieval import ranked_turns, retrieval_scores
 from memarch.benchmarks.metrics.scores import ABSTAIN, answer_recall, answer_span, evidence_recall, qa_f1
 from memarch.pipeline.trial import QueryOutcome
 
@@ -42,6 +43,9 @@ def ask(read: Callable[..., Any] | None, store: Any, namespace: str, q: Question
         values["answer_span"] = answer_span(q.answer, context, budget)
         values["answer_recall"] = answer_recall(q.answer, context, budget)
         values["evidence_recall"] = evidence_recall(q.evidence, (s for it in items for s in it.source_ids))
+    # hit@k / recall@k / ndcg@k / mrr over the gold evidence turns (ranx); none without evidence
+    ranked = retrieval_scores(q.evidence, ranked_turns(items))
+    values.update(ranked or {})
     reader_failed = False
     if reader is not None:
         prediction = reader(context, q.text)
@@ -70,6 +74,8 @@ def ask(read: Callable[..., Any] | None, store: Any, namespace: str, q: Question
                                 **{k: v for k, v in values.items() if v is not None}}
     if fallback is not None:
         evidence["objective_fallback"] = fallback
+    if ranked is None:
+        evidence["retrieval_skipped"] = True  # no gold evidence ids: no hit@k / ndcg@k / mrr
     if reader is not None:
         evidence["prediction"] = prediction
         if reader_failed:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-METRICS = ("answer_span", "answer_recall", "evidence_recall", "qa_f1", "judge")
+from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
+
+METRICS = ("answer_span", "answer_recall", "evidence_recall", *RETRIEVAL_METRICS, "qa_f1", "judge")
 LM_METRICS = ("qa_f1", "judge")  # need a reader (and, for judge, a judge)
 
 
@@ -33,6 +35,13 @@ def check_metric(objective: str | None, reader: Any = None, judge: Any = None) -
 def explain_metric(objective: str, budget_tokens: int | None = 200) -> str:
     """What an objective measures, in a few words ("" for an unknown name)."""
     cut = f"the context cut at {budget_tokens} words" if budget_tokens else "the whole context"
+    if objective in RETRIEVAL_METRICS:
+        name, _, k = objective.partition("@")
+        what = {"hit": f"1 iff a gold evidence turn is among the first {k} covered turns",
+                "recall": f"share of gold evidence turns among the first {k} covered turns",
+                "ndcg": f"NDCG of the first {k} covered turns against the gold evidence",
+                "mrr": "1 / rank of the first covered gold evidence turn"}[name]
+        return f"LM-free, turn level (ranx): {what}"
     return {"answer_span": f"LM-free: gold answer contiguous in {cut}",
             "answer_recall": f"LM-free: share of gold answer tokens anywhere in {cut}",
             "evidence_recall": "LM-free: share of gold evidence turns among the retrieved items' sources",
