@@ -109,7 +109,7 @@ def test_cli_parses_and_prints(capsys, tmp_path):
     arch = tmp_path / "a.json"
     Architecture(("turn",), "vector", "hybrid", "lightweight").save(arch)
     code = main(["evaluate", "--benchmark", "generated", "--architecture", str(arch), "--embedder", "hash",
-                 "--limit", "6", "--objective", "hit@5"])
+                 "--limit", "6", "--metric", "hit@5"])
     out = capsys.readouterr().out
     assert code in (0, None), out
     assert "objective (hit@5)" in out and "retrieval (turn level" in out and "ndcg@5" in out
