@@ -6,6 +6,9 @@ import logging
 from typing import Any, Mapping
 
 from memarch.errors import MemarchError
+from memarch.modules.retrievers._packing import PACKING
+
+SHARED = frozenset(k.name for k in PACKING)  # every retriever's packing knobs, read by the base class
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +24,8 @@ def settings(name: str, defaults: Mapping[str, Any], config: Mapping[str, Any]) 
     """
     out = dict(defaults)
     for key, value in config.items():
+        if key in SHARED and key not in defaults:
+            continue
         if key not in defaults:
             log.warning("retriever %s: ignoring unknown config key %r (known: %s)",
                         name, key, ", ".join(sorted(defaults)))

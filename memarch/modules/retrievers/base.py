@@ -1,5 +1,5 @@
 """The `Retriever` contract: rank the store's eligible items for a query, then pack them into
-a context that honours ``top_k`` and the token budget. Eligible = active, same namespace, and
+a context that honours ``top_k`` and the token budget (the ``pack`` knobs choose how: _packing.py). Eligible = active, same namespace, and
 not written by the episode being answered (no self-retrieval)."""
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.resources import Resources
-from memarch.pipeline.retrieval import Retrieval, ScoredItem, pack
+from memarch.modules.retrievers._packing import pack_context, pool_size
+from memarch.pipeline.retrieval import Retrieval, ScoredItem
 
 
 def eligible(item: MemoryItem, query: Query) -> bool:
@@ -43,8 +44,9 @@ class Retriever(dspy.Module):
                  budget_tokens: int | None = None) -> Retrieval:
         if isinstance(query, str):
             query = Query(text=query)
-        ranked = [s for s in self.rank(query, store, max(top_k, 1)) if eligible(s.item, query)]
-        return pack(query, ranked, top_k=top_k, budget_tokens=budget_tokens, trace={"retriever": self.name})
+        ranked = [s for s in self.rank(query, store, pool_size(self.config, top_k)) if eligible(s.item, query)]
+        return pack_context(query, ranked, top_k=top_k, budget_tokens=budget_tokens, config=self.config,
+                            embedder=self.resources.embedder, trace={"retriever": self.name})
 
     def forward(self, query: Query | str, store: Store, top_k: int = 4,
                 budget_tokens: int | None = None) -> Retrieval:

@@ -16,6 +16,7 @@ from memarch.modules.signatures.retrievers import RerankCandidates
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
+from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
 from memarch.pipeline.resources import Resources
@@ -52,7 +53,7 @@ def parse_scores(n: int):
 
 @register("retriever", "cbr_rerank", rank=3, uses_lm=True, needs_embeddings=True,
           description="case match max(case, 0.7 x content), then LM rerank of ~15 candidates",
-          knobs=(TOP_K, Knob("candidates", "int", 5, 50, log=True, default=15, description="candidates reranked"),
+          knobs=(TOP_K, *PACKING, Knob("candidates", "int", 5, 50, log=True, default=15, description="candidates reranked"),
                  Knob("content_weight", "float", 0.0, 1.0, default=0.7,
                       description="discount on item-text similarity in the case score"),
                  Knob("cbr_weight", "float", 0.0, 1.0, default=0.5, description="case score's share of the final score")))

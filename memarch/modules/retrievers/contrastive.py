@@ -9,6 +9,7 @@ from memarch.modules.retrievers._config import settings
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
+from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
 from memarch.pipeline.resources import Resources
@@ -17,7 +18,7 @@ from memarch.pipeline.retrieval import ScoredItem
 
 @register("retriever", "contrastive", rank=2, needs_embeddings=True,
           description="success pool (k=3, w=0.6) + failure pool (k=2, w=0.4)",
-          knobs=(TOP_K, Knob("success_k", "int", 1, 10, default=3, description="success pool size"),
+          knobs=(TOP_K, *PACKING, Knob("success_k", "int", 1, 10, default=3, description="success pool size"),
                  Knob("failure_k", "int", 0, 10, default=2, description="failure pool size"),
                  Knob("content_weight", "float", 0.0, 1.0, default=0.7,
                       description="discount on item-text similarity in the case score")))

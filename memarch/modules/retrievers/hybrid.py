@@ -8,6 +8,7 @@ from memarch.modules.stores.lexical import lexical_index
 from memarch.modules.retrievers.base import Retriever, eligible
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
+from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
 from memarch.pipeline.resources import Resources
@@ -16,7 +17,7 @@ from memarch.pipeline.retrieval import ScoredItem
 
 @register("retriever", "hybrid", rank=1, needs_embeddings=True,
           description="dense cosine + BM25, reciprocal-rank fusion",
-          knobs=(TOP_K, Knob("pool", "int", 10, 200, log=True, default=50, description="items each side ranks"),
+          knobs=(TOP_K, *PACKING, Knob("pool", "int", 10, 200, log=True, default=50, description="items each side ranks"),
                  Knob("rrf_k", "int", 1, 200, log=True, default=60, description="RRF damping constant"),
                  Knob("dense_weight", "float", 0.25, 4.0, log=True, default=1.0,
                       description="weight of the dense side (the lexical side's is 1)")))
