@@ -20,7 +20,12 @@ from memarch.pipeline.retrieval import ScoredItem
           knobs=(TOP_K, *PACKING, Knob("pool", "int", 10, 200, log=True, default=50, description="items each side ranks"),
                  Knob("rrf_k", "int", 1, 200, log=True, default=60, description="RRF damping constant"),
                  Knob("dense_weight", "float", 0.25, 4.0, log=True, default=1.0,
-                      description="weight of the dense side (the lexical side's is 1)")))
+                      description="weight of the dense side (the lexical side's is 1)"),
+                 Knob("prf_terms", "int", 0, 20, default=0,
+                      description="query expansion: pseudo-relevance feedback terms added to the BM25 side (0 off)"),
+                 Knob("prf_docs", "int", 1, 10, default=3, description="query expansion: BM25 hits the terms come from"),
+                 Knob("prf_weight", "float", 0.05, 1.0, default=0.3,
+                      description="query expansion: weight of the added terms (a query term's is 1)")))
 class HybridRetriever(Retriever):
     """Dense and lexical rankings fused with reciprocal-rank fusion (RRF).
 
@@ -40,7 +45,8 @@ class HybridRetriever(Retriever):
         dense_weight, lexical_weight: weight of each side's reciprocal rank.
     """
 
-    DEFAULTS: ClassVar[dict[str, Any]] = {"pool": 50, "rrf_k": 60, "dense_weight": 1.0, "lexical_weight": 1.0}
+    DEFAULTS: ClassVar[dict[str, Any]] = {"pool": 50, "rrf_k": 60, "dense_weight": 1.0, "lexical_weight": 1.0,
+                                          "prf_terms": 0, "prf_docs": 3, "prf_weight": 0.3}
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__(resources, **config)
@@ -51,8 +57,9 @@ class HybridRetriever(Retriever):
         pool = max(int(cfg["pool"]), k)
         vector = self.resources.embedder.embed_one(query.text)
         dense = store.search(vector, pool, query.namespace, exclude=self.exclude_fn(query))
+        prf = (int(cfg["prf_docs"]), int(cfg["prf_terms"]), float(cfg["prf_weight"])) if cfg["prf_terms"] else None
         lexical = lexical_index(store, query.namespace).search(
-            query.text, pool, keep=lambda it: eligible(it, query))
+            query.text, pool, keep=lambda it: eligible(it, query), prf=prf)
 
         fused: dict[str, ScoredItem] = {}
         for side, hits in (("dense", dense), ("lexical", lexical)):

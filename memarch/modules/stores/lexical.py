@@ -7,7 +7,7 @@ import math
 import re
 import weakref
 from collections import Counter
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
@@ -172,10 +172,14 @@ class BM25Index:
         """Idf per term id (terms no live document holds included)."""
         return np.array([self._idf(t) for t in range(len(self.vocab))])
 
-    def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
-        """BM25 score per slot (0 for retired ones); a repeated query term counts once per occurrence."""
+    def scores(self, query_tokens: "Sequence[str] | Mapping[str, float]") -> np.ndarray:
+        """BM25 score per slot (0 for retired ones); a repeated query term counts once per occurrence,
+        a mapping gives each term its weight."""
         out = np.zeros(self.slots)
-        counts = Counter(t for t in query_tokens if t in self.vocab)
+        if isinstance(query_tokens, Mapping):  # term -> weight (an expanded query)
+            counts = {t: w for t, w in query_tokens.items() if t in self.vocab and w > 0}
+        else:
+            counts = Counter(t for t in query_tokens if t in self.vocab)
         if not counts or self.size == 0 or self._total == 0:
             return out
         k1, b, avgdl = self.k1, self.b, self._total / self.size
@@ -190,7 +194,7 @@ class BM25Index:
         out[~self._alive[:self.slots]] = 0.0
         return out
 
-    def top(self, query_tokens: Sequence[str], n: int) -> list[tuple[int, float]]:
+    def top(self, query_tokens: "Sequence[str] | Mapping[str, float]", n: int) -> list[tuple[int, float]]:
         """Up to ``n`` (slot, score) pairs with a positive score, best first, ties by key."""
         s = self.scores(query_tokens)
         hits = np.flatnonzero(s > 0)
@@ -272,12 +276,45 @@ class LexicalIndex:
         found = [] if store is None else [store.get(self.ids[j], self.namespace) for j in slots]
         return [it for it in found if it is not None]
 
-    def search(self, text: str, n: int, keep=None) -> list[tuple["MemoryItem", float]]:
-        """Best ``n`` items for ``text`` among those ``keep`` accepts (all if None)."""
+    def expand(self, tokens: Sequence[str], *, docs: int, terms: int, weight: float,
+               hits: list[tuple[int, float]] | None = None) -> dict[str, float]:
+        """Pseudo-relevance feedback (RM3-style): the query's terms (weight 1 each occurrence) plus the
+        ``terms`` best terms of its ``docs`` best BM25 hits (or of ``hits``, (slot, score) pairs) — each term's frequency in a hit, weighted by
+        the hit's share of the hits' scores and the term's idf — at ``weight`` relative to the query.
+
+        Example::
+
+            index.expand(tokenize("where does Ann work"), docs=3, terms=10, weight=0.3)
+            # {"ann": 1.0, "work": 1.0, "lisbon": 0.3, "bakery": 0.21, ...}
+        """
+        query = dict(Counter(tokens))
+        hits = self.bm25.top(tokens, docs) if hits is None else hits[:docs]  # (slot, score), best first
+        total = sum(score for _, score in hits)
+        if not hits or total <= 0 or terms <= 0 or weight <= 0:
+            return {t: float(w) for t, w in query.items()}
+        mass: Counter = Counter()
+        for slot, score in hits:
+            words = tokenize(self.texts[slot])
+            for term, tf in Counter(words).items():
+                if term not in query and term in self.bm25.vocab:
+                    mass[term] += (score / total) * tf / max(len(words), 1) * self.bm25._idf(self.bm25.vocab[term])
+        best = mass.most_common(terms)
+        top = best[0][1] if best else 1.0
+        out = {t: float(w) for t, w in query.items()}
+        out.update({term: weight * m / top for term, m in best})
+        return out
+
+    def search(self, text: str, n: int, keep=None, *, prf: tuple[int, int, float] | None = None
+               ) -> list[tuple["MemoryItem", float]]:
+        """Best ``n`` items for ``text`` among those ``keep`` accepts (all if None); ``prf`` =
+        (docs, terms, weight) expands the query by pseudo-relevance feedback first (`expand`)."""
         store = self._store()
         if store is None:
             return []
         tokens = tokenize(text)
+        if prf is not None and prf[1] > 0:  # feedback only from items the caller may read
+            first = [(self.slot_of[it.id], score) for it, score in self.search(text, prf[0], keep)]
+            tokens = self.expand(tokens, docs=prf[0], terms=prf[1], weight=prf[2], hits=first)
         slack = 0 if keep is None else 8  # so that a few excluded items rarely force a second pass
         want = n
         while True:
