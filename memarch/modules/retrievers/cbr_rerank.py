@@ -53,10 +53,10 @@ def parse_scores(n: int):
 
 @register("retriever", "cbr_rerank", rank=3, uses_lm=True, needs_embeddings=True,
           description="case match max(case, 0.7 x content), then LM rerank of ~15 candidates",
-          knobs=(TOP_K, *PACKING, Knob("candidates", "int", 5, 50, log=True, default=15, description="candidates reranked"),
+          knobs=(TOP_K, Knob("candidates", "int", 5, 50, log=True, default=15, description="candidates reranked"),
                  Knob("content_weight", "float", 0.0, 1.0, default=0.7,
                       description="discount on item-text similarity in the case score"),
-                 Knob("cbr_weight", "float", 0.0, 1.0, default=0.5, description="case score's share of the final score")))
+                 Knob("cbr_weight", "float", 0.0, 1.0, default=0.5, description="case score's share of the final score"), *PACKING))
 class CBRRerankRetriever(Retriever):
     """Case-based reasoning: recall by case similarity, then rerank.
 

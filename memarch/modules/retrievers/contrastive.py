@@ -18,10 +18,10 @@ from memarch.pipeline.retrieval import ScoredItem
 
 @register("retriever", "contrastive", rank=2, needs_embeddings=True,
           description="success pool (k=3, w=0.6) + failure pool (k=2, w=0.4)",
-          knobs=(TOP_K, *PACKING, Knob("success_k", "int", 1, 10, default=3, description="success pool size"),
+          knobs=(TOP_K, Knob("success_k", "int", 1, 10, default=3, description="success pool size"),
                  Knob("failure_k", "int", 0, 10, default=2, description="failure pool size"),
                  Knob("content_weight", "float", 0.0, 1.0, default=0.7,
-                      description="discount on item-text similarity in the case score")))
+                      description="discount on item-text similarity in the case score"), *PACKING))
 class ContrastiveRetriever(Retriever):
     """The ``success_k`` best items from successful episodes and the ``failure_k`` best from failed
     ones, each scored ``pool weight x case similarity`` (``trace["cbr"]``) and merged by that score.

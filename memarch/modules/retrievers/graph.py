@@ -18,9 +18,9 @@ from memarch.pipeline.retrieval import ScoredItem
 
 @register("retriever", "graph", rank=4, needs_embeddings=True, requires_store=("graph",),
           description="3 semantic seeds, 1-hop expansion along SIMILAR/COOCCURS/REINFORCES, decay 0.7",
-          knobs=(TOP_K, *PACKING, Knob("seeds", "int", 1, 10, default=3, description="semantic seeds"),
+          knobs=(TOP_K, Knob("seeds", "int", 1, 10, default=3, description="semantic seeds"),
                  Knob("hops", "int", 0, 3, default=1, description="expansion depth"),
-                 Knob("decay", "float", 0.1, 1.0, default=0.7, description="score factor per hop")))
+                 Knob("decay", "float", 0.1, 1.0, default=0.7, description="score factor per hop"), *PACKING))
 class GraphRetriever(Retriever):
     """Seeds are the ``seeds`` items nearest the query (score = cosine). Expansion follows the
     store's ``neighbors`` along ``edge_types`` for ``hops`` hops: a neighbour reached from an item

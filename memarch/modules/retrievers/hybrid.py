@@ -17,7 +17,7 @@ from memarch.pipeline.retrieval import ScoredItem
 
 @register("retriever", "hybrid", rank=1, needs_embeddings=True,
           description="dense cosine + BM25, reciprocal-rank fusion",
-          knobs=(TOP_K, *PACKING, Knob("pool", "int", 10, 200, log=True, default=50, description="items each side ranks"),
+          knobs=(TOP_K, Knob("pool", "int", 10, 200, log=True, default=50, description="items each side ranks"),
                  Knob("rrf_k", "int", 1, 200, log=True, default=60, description="RRF damping constant"),
                  Knob("dense_weight", "float", 0.25, 4.0, log=True, default=1.0,
                       description="weight of the dense side (the lexical side's is 1)"),
@@ -25,7 +25,7 @@ from memarch.pipeline.retrieval import ScoredItem
                       description="query expansion: pseudo-relevance feedback terms added to the BM25 side (0 off)"),
                  Knob("prf_docs", "int", 1, 10, default=3, description="query expansion: BM25 hits the terms come from"),
                  Knob("prf_weight", "float", 0.05, 1.0, default=0.3,
-                      description="query expansion: weight of the added terms (a query term's is 1)")))
+                      description="query expansion: weight of the added terms (a query term's is 1)"), *PACKING))
 class HybridRetriever(Retriever):
     """Dense and lexical rankings fused with reciprocal-rank fusion (RRF).
 

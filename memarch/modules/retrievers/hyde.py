@@ -30,8 +30,8 @@ def check_passage(prediction: dspy.Prediction) -> str:
 
 @register("retriever", "hyde", rank=5, needs_lm=True, needs_embeddings=True,
           description="LM writes a hypothetical passage; search with its embedding averaged with the query's",
-          knobs=(TOP_K, *PACKING, Knob("passage_weight", "float", 0.0, 1.0, default=0.5,
-                             description="share of the passage embedding in the search vector")))
+          knobs=(TOP_K, Knob("passage_weight", "float", 0.0, 1.0, default=0.5,
+                             description="share of the passage embedding in the search vector"), *PACKING))
 class HydeRetriever(Retriever):
     """Dense search with ``(1 - passage_weight) x query + passage_weight x passage`` (renormalised),
     where the passage is the LM's guess at the memory that would answer the query.

@@ -126,7 +126,8 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
                                    parent=parent, reason=move.text)]
     params = space.to_params(arch)
     chosen = [(key, knob) for _, key, knob in space.chosen_knobs(params)
-              if key.split(".", 1)[0].split(":", 1)[0] not in inert and key not in inert_knobs]
+              if key.split(".", 1)[0].split(":", 1)[0] not in inert and key not in inert_knobs
+              and not _idle_packing_knob(key, arch, space)]
     chosen.sort(key=lambda kk: not kk[0].startswith(primary) if primary else False)
     for key, knob in chosen:
         current = arch.param_dict.get(key, space.default(key, knob))
@@ -136,3 +137,11 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
                 return move, [Proposal(cand, role="explore", edit=f"{key}: {current} -> {value}", parent=parent,
                                        reason="one coordinate step of a knob")]
     return move, []
+
+
+def _idle_packing_knob(key: str, arch: Any, space: "ParamSpace") -> bool:
+    """A sentence packer's weight or pool while the retriever packs whole items: a step there
+    changes nothing (`memarch/modules/retrievers/_packing.py`), so it is never proposed."""
+    if not key.startswith("retrieve.pack_"):
+        return False
+    return not arch.param_dict.get("retrieve.pack", 0)

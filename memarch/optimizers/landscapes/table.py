@@ -224,6 +224,8 @@ class Landscape:
             if m.any():
                 scores[o] = float(a[f"score_{o}"][row, s.idx][m].astype(np.float64).mean())
         scores["questions"] = float(len(s.idx))
+        if "hit@1" in self.objectives:  # as evaluate() counts them: questions with no gold evidence ids
+            scores["retrieval_skipped"] = float(len(s.idx) - int(s.has["hit@1"].sum()))
         by_cat = np.bincount(s.cat_code, weights=sc64, minlength=len(s.categories))
         hist = np.bincount(lost[lost >= 0], minlength=len(MODULES))
         return TrialResult(
