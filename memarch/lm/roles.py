@@ -269,6 +269,21 @@ def as_unavailable(exc: BaseException, role: str | None = None, spec: str | None
     return LMUnavailableError(f"{what}{where} unavailable: {type(exc).__name__}: {first_line}", role=role)
 
 
+
+def raise_if_unavailable(exc: BaseException) -> None:
+    """Re-raise an endpoint failure as :class:`LMUnavailableError` (the trial fails); return for any
+    other error, which the caller may answer with its corrective retry or its LM-free rule.
+
+    Example::
+
+        except Exception as exc:
+            raise_if_unavailable(exc)
+            problem = str(exc)          # a bad answer: retry or fall back, counted
+    """
+    unavailable = as_unavailable(exc)
+    if unavailable is not None:
+        raise unavailable from exc
+
 @contextmanager
 def guard(role: str | None = None, spec: str | None = None) -> Iterator[None]:
     """Turn an endpoint failure inside the block into :class:`LMUnavailableError` (other errors pass).

@@ -10,7 +10,7 @@ from typing import Any
 import dspy
 
 from memarch.lm.errors import LMOutputError
-from memarch.lm.roles import as_unavailable
+from memarch.lm.roles import raise_if_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +55,7 @@ def call_typed(module: dspy.Module, lm: Any = None, *, retries: int = 1, **input
             _reject_placeholders(prediction, module)
             return prediction
         except Exception as exc:
-            unavailable = as_unavailable(exc)
-            if unavailable is not None:
-                raise unavailable from exc
+            raise_if_unavailable(exc)
             if not _is_parse_failure(exc):
                 raise
             error = exc

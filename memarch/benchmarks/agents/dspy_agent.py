@@ -32,7 +32,7 @@ class DSPyAgent:
             memory: str, guides: Sequence[Guide]) -> tuple[str, dict[str, Any]]:
         import dspy
 
-        from memarch.lm.roles import as_unavailable
+        from memarch.lm.roles import raise_if_unavailable
         from memarch.lm.structured import with_correction
 
         self.lm_requests += 1
@@ -49,9 +49,7 @@ class DSPyAgent:
                     return choice, {"reasoning": getattr(out, "reasoning", ""), "lm": True}
                 problem = f"the action {choice[:80]!r} is not one of admissible_actions"
             except Exception as exc:  # an unparsable answer; a dead endpoint fails the trial
-                unavailable = as_unavailable(exc)
-                if unavailable is not None:
-                    raise unavailable from exc
+                raise_if_unavailable(exc)
                 log.warning("agent LM call failed (%s)", exc.__class__.__name__)
                 problem = f"{exc.__class__.__name__}: {exc}"
         self.fallbacks += 1

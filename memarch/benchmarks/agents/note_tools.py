@@ -45,7 +45,7 @@ class NoteToolAgent:
             memory: str, guides: Sequence[Guide]) -> tuple[str, dict[str, Any]]:
         import dspy
 
-        from memarch.lm.roles import as_unavailable
+        from memarch.lm.roles import raise_if_unavailable
 
         self.lm_requests += 1
         try:
@@ -57,9 +57,7 @@ class NoteToolAgent:
                 return action, {"lm": True, "trajectory": pred.trajectory}
             log.warning("note agent: %r is not an admissible action; using the memory-guided choice", action)
         except Exception as exc:  # an unparsable answer; a dead endpoint fails the trial
-            unavailable = as_unavailable(exc)
-            if unavailable is not None:
-                raise unavailable from exc
+            raise_if_unavailable(exc)
             log.warning("note agent LM call failed (%s); using the memory-guided choice", exc.__class__.__name__)
         self.fallbacks += 1
         action, info = self.fallback.act(admissible, history, guides)

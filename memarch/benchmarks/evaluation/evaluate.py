@@ -22,7 +22,7 @@ from memarch.benchmarks.evaluation.fallbacks import read_counters, trial_delta
 from memarch.benchmarks.agents.memory_skill import skill_costs
 from memarch.benchmarks.metrics.registry import METRICS, check_metric, default_metric  # noqa: F401
 from memarch.pipeline.program import MemoryProgram
-from memarch.benchmarks.evaluation.question_scoring import ask
+from memarch.benchmarks.evaluation.question_scoring import ask, score_retrieval
 from memarch.pipeline.resources import Resources
 from memarch.benchmarks.evaluation.traced_program import TracedProgram
 from memarch.pipeline.trial import QueryOutcome, TrialResult
@@ -180,6 +180,7 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
     outcomes: list[list[QueryOutcome]] = [[] for _ in readers]
     per_query: list[dict[str, list[float]]] = [defaultdict(list) for _ in readers]
     timing = [Counter() for _ in readers]
+    pending: list[list] = [[] for _ in readers]  # retrieval metrics scored at the end, in one ranx call
     if program is not None and readers:
         # All questions in a few large forward passes up front (a cold trial otherwise pays ~0.1 s
         # per small batch); embeddings are a pure function of the text, so this changes no score.
@@ -201,16 +202,18 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
                 # retrievers then find them in the embedder's memo.
                 program.resources.embedder.embed([q.text for q in questions])
             embed_s = time.perf_counter() - t0
-            for read, outs, values, times in zip(readers, outcomes, per_query, timing):
+            for read, outs, values, times, waiting in zip(readers, outcomes, per_query, timing, pending):
                 times["write_s"] += write_s
                 t0 = time.perf_counter()
                 for q in questions:
                     outcome = ask(read, store, dialogue.namespace, q, question_query(dialogue, q, session), top_k,
                                    budget, reader, judge, objective, threshold, trace, view, values, attribute_all,
-                                   rank_gold)
+                                   rank_gold, pending=waiting)
                     if outcome is not None:
                         outs.append(outcome)
                 times["read_s"] += embed_s + time.perf_counter() - t0
+    for waiting, values in zip(pending, per_query):
+        score_retrieval(waiting, values)
     return [_stream_result(bench, outs, values, times, objective, threshold, lat)
             for outs, values, times, lat in zip(outcomes, per_query, timing, latency)]
 

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import dspy
 
-from memarch.lm.roles import as_unavailable
+from memarch.lm.roles import raise_if_unavailable
 from memarch.pipeline.resources import Resources
 
 log = logging.getLogger(__name__)
@@ -57,9 +57,7 @@ class Judge:
                 with self.resources.lm_context():
                     pred = self.predictor(**inputs, feedback=feedback)
             except Exception as exc:  # noqa: BLE001 - parse and validation errors; a dead endpoint is raised
-                unavailable = as_unavailable(exc)
-                if unavailable is not None:  # the trial fails, as in `call_typed`: no silent LM-free rule
-                    raise unavailable from exc
+                raise_if_unavailable(exc)
                 text = str(getattr(exc, "message", "") or exc).strip()
                 problem = (text.splitlines() or [type(exc).__name__])[0][:300]
                 continue

@@ -81,7 +81,8 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int
         r = pack_sentences(Query("when did Ann move?"), ranked, budget_tokens=200, embedder=embedder)
         r.items[0].trace["sentences"]       # indices of the item's sentences in the context
     """
-    cands = [(r, j, s) for r, scored in enumerate(ranked) for j, s in enumerate(split_sentences(scored.item.text))]
+    split = [split_sentences(scored.item.text) for scored in ranked]
+    cands = [(r, j, s) for r, sentences in enumerate(split) for j, s in enumerate(sentences)]
     q_terms = set(tokenize(query.text))
     terms = [set(tokenize(s)) for _, _, s in cands]
     df = Counter(w for ws in terms for w in ws)
@@ -112,8 +113,7 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int
         used += cost
     items, lines = [], []
     for r in sorted(chosen):
-        scored, kept = ranked[r], sorted(chosen[r])
-        sentences = split_sentences(scored.item.text)
+        scored, kept, sentences = ranked[r], sorted(chosen[r]), split[r]
         lead = _lead(scored.item.text) if kept[0] > 0 else ""
         lines.append(" ".join([header(scored.item), *([lead.strip()] if lead else []), *(sentences[j] for j in kept)]))
         partial = len(kept) < len(sentences)
