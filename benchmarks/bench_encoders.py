@@ -101,7 +101,7 @@ def locomo_quality(data: Path, cache_dir: Path) -> None:
     except ImportError:
         print("(LoCoMo loader not available: quality table skipped)")
         return
-    from memarch.modules.encoders._conversation_dates import parse_session_date
+    from memarch.pipeline.dates import parse_session_date
 
     res = Resources(embedder=Embedder("hash", cache_dir=cache_dir), cache_dir=cache_dir)
     encoders = {n: REGISTRY.get("encoder", n).cls(res) for n in ENCODERS}

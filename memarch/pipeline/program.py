@@ -180,10 +180,11 @@ class MemoryProgram(dspy.Module):
         if not isinstance(data, dict) or data.get("format") != FORMAT or "architecture" not in data:
             raise DataError(f"{source}: not a saved memarch program (expected format {FORMAT!r})")
         saved_embedder = data.get("embedder")
-        if resources is None and saved_embedder == "hash":  # its memory was embedded with it
-            from memarch.pipeline.embed import Embedder
+        from memarch.pipeline.embed import DEFAULT_MODEL, Embedder
 
-            resources = Resources(embedder=Embedder("hash"))
+        if resources is None and saved_embedder and saved_embedder != DEFAULT_MODEL:
+            # its memory was embedded with it ("hash", "e5-small", a local model directory)
+            resources = Resources(embedder=Embedder(str(saved_embedder)))
         # Files saved before the record existed have none; a malformed one is one DataError line.
         evaluation = None if data.get("evaluation") is None \
             else EvaluationRecord.from_dict(data["evaluation"], source=source)

@@ -28,7 +28,7 @@ def test_every_date_form_matches_every_other(gold):
 
 @pytest.mark.parametrize("gold", ["May 19, 2023", "19th of May 2023", "2023-05-19", "19 May, 2023"])
 def test_every_gold_date_form_matches_the_forms_the_encoders_write(gold):
-    from memarch.modules.encoders._conversation_dates import format_date
+    from memarch.pipeline.dates import format_date
     from memarch.modules.encoders._conversation_text import render_turn
     from memarch.pipeline.episodes import Turn
     from memarch.pipeline.items import MemoryItem

@@ -31,6 +31,15 @@ def test_compile_saves_a_program_and_resumes_its_study(tmp_path, capsys):
     assert len([t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]) == 5
 
 
+def test_first_seed_spreads_seeds_over_processes(tmp_path, capsys):
+    storage = f"sqlite:///{tmp_path}/optuna.db"
+    assert main(["compile", *TINY, "--budget", "2", "--seeds", "1", "--first-seed", "3", "--storage", storage,
+                 "--out", str(tmp_path), "--output", str(tmp_path / "p.json")]) == 0
+    assert "guided seed 3:" in capsys.readouterr().out
+    assert optuna.study.get_all_study_names(storage) == ["generated-conversation-guided-s3"]
+    assert main(["compile", *TINY, "--first-seed", "-1", "--storage", "memory"]) == 2
+
+
 def test_compare_prints_table_and_writes_png(tmp_path, capsys):
     assert main(["compare", *TINY, "--budget", "3", "--seeds", "1", "--strategies", "guided,random",
                  "--storage", "memory", "--out", str(tmp_path)]) == 0

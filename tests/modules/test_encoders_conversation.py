@@ -12,7 +12,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from memarch.modules.encoders._conversation_dates import parse_session_date, resolve_time_expression
+from memarch.pipeline.dates import parse_session_date, resolve_time_expression
 from memarch.modules.encoders._conversation_text import split_sentences
 from memarch.modules.encoders.entity import EntityEncoder
 from memarch.modules.encoders.event import EventEncoder

@@ -9,7 +9,7 @@ import pytest
 import memarch
 from memarch.benchmarks.generated import GeneratedConversations
 from memarch.errors import ArchitectureError, DataError
-from memarch.optimizers.guided.numeric import numeric_proposals, steps, top_k_move
+from memarch.optimizers.guided.numeric import numeric_proposals, pack_move, steps, time_move, top_k_move
 from memarch.optimizers.search.history import ARCH_ATTR, History
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.pipeline.architecture import Architecture
@@ -270,6 +270,44 @@ def test_numeric_move_gradient_from_a_crafted_trace(full):
     # Without a backed move, one untried coordinate step of a knob of the leader.
     _, [step] = numeric_proposals(full, _trace([None]), {proposal.architecture.key()}, primary="retrieve")
     assert step.role == "explore" and step.edit == "retrieve.top_k: 4 -> 2"  # x2 is taken: /2
+
+
+def test_pack_move_when_the_gold_was_ranked_but_cut_by_the_budget(full):
+    # top_k 20, the budget fitted 8 items: 5 of 8 retrieve failures had the gold at rank 9-20.
+    result = _trace([9, 12, 20, 15, 10, 25, None, 3], read_items=8, top_k=20)
+    move = pack_move(result, full)
+    assert move is not None and (move.key, move.before, move.after) == ("retrieve.pack", 0, 1)
+    assert move.text == ("retrieve.pack items -> sentences: 62% of the retrieve failures (5 of 8) had the gold "
+                         "item ranked within top_k but cut by the context budget")
+    assert top_k_move(result, full) is None  # top_k did not cut these reads: the budget did
+    _, [proposal] = numeric_proposals(full, result, set())
+    assert proposal.architecture.param_dict == {"retrieve.pack": 1}  # top_k 20 is the default
+    assert proposal.role == "exploit" and proposal.edit == "retrieve.pack: 0 -> 1"
+    # already packing sentences, or the gold deeper than top_k / not found: no move
+    packed = _trace([9, 12, 20, 15], read_items=8, top_k=20)
+    packed.architecture = packed.architecture.replace(params={"retrieve.top_k": 20, "retrieve.pack": 1})
+    assert pack_move(packed, full) is None
+    assert pack_move(_trace([25, 30, None, None], read_items=8, top_k=20), full) is None
+
+
+def test_time_move_when_the_failures_asked_about_a_time(full):
+    questions = ["When did Ann move to Lisbon?", "What did Ann do in May 2023?", "What is Ann's job?",
+                 "Where does Bob live?", "When is the party?"]
+    result = _trace([None] * len(questions))
+    for o, q in zip(result.outcomes, questions):
+        o.evidence["question"] = q
+    move = time_move(result, full)
+    assert move is not None and (move.key, move.before, move.after) == ("retrieve.time_weight", 0, 1.0)
+    assert move.text == ("retrieve.time_weight 0 -> 1: 60% of the retrieve failures (3 of 5) asked about a "
+                         "time (when, or a named period)")
+    assert move.evidence_ids == ["q0", "q1", "q4"]
+    _, [proposal] = numeric_proposals(full, result, set())
+    assert proposal.architecture.param_dict == {"retrieve.top_k": 4, "retrieve.time_weight": 1.0}
+    timed = _trace([None, None])
+    timed.architecture = timed.architecture.replace(params={"retrieve.time_weight": 0.5})
+    for o in timed.outcomes:
+        o.evidence["question"] = "When did it happen?"
+    assert time_move(timed, full) is None  # time-aware already
 
 
 # -- the CLI ----------------------------------------------------------------------------------------

@@ -108,3 +108,12 @@ def test_save_does_not_clobber_on_failure(hash_resources, tmp_path, monkeypatch)
     with pytest.raises(RuntimeError):
         program.save(path)
     assert path.read_text() == before
+
+
+@pytest.mark.parametrize("embedder", ["hash", "e5-small", "/models/my-local-model"])
+def test_a_loaded_program_reads_with_the_embedder_its_memory_was_embedded_with(embedder):
+    data = {"format": "memarch.program/1", "architecture": {"encode": ["turn"], "store": "vector",
+                                                           "retrieve": "hybrid", "manage": "lightweight"},
+            "top_k": 4, "embedder": embedder}
+    program = MemoryProgram.from_dict(data)
+    assert program.resources.embedder.model == embedder  # not the default MiniLM: no silent mismatch

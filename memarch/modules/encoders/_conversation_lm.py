@@ -14,7 +14,7 @@ from typing import Any, Callable
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from memarch.modules.encoders._conversation_dates import format_date
+from memarch.pipeline.dates import format_date
 from memarch.modules.encoders._conversation_text import render_dialogue, session_anchor
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.resources import Resources

@@ -14,7 +14,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from memarch.modules.encoders._conversation_dates import format_date, parse_session_date
+from memarch.pipeline.dates import format_date, parse_session_date
 from memarch.pipeline.episodes import Episode, Turn
 
 STOPWORDS = frozenset("""

@@ -6,7 +6,7 @@ from typing import Any
 
 import dspy
 
-from memarch.modules.encoders._conversation_dates import format_date
+from memarch.pipeline.dates import format_date
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
 from memarch.modules.encoders._conversation_text import (Sentence, content_words, is_first_person, known_names,
                                                          names_in, session_anchor, session_sentences)

@@ -8,7 +8,7 @@ from typing import Any
 
 import dspy
 
-from memarch.modules.encoders._conversation_dates import ResolvedDate, format_date, resolve_time_expression
+from memarch.pipeline.dates import ResolvedDate, format_date, resolve_time_expression
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
 from memarch.modules.encoders._conversation_text import (Sentence, content_words, session_anchor,
                                                          session_sentences, tense_of, turn_anchor)

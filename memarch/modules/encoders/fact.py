@@ -12,7 +12,7 @@ from typing import Any
 
 import dspy
 
-from memarch.modules.encoders._conversation_dates import format_date
+from memarch.pipeline.dates import format_date
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
 from memarch.modules.encoders._conversation_text import session_anchor, session_sentences, slug, turn_anchor
 from memarch.modules.encoders._conversation_encoder import ConversationEncoder

@@ -9,7 +9,7 @@ from typing import Any
 import dspy
 import numpy as np
 
-from memarch.modules.encoders._conversation_dates import format_date
+from memarch.pipeline.dates import format_date
 from memarch.modules.encoders._conversation_lm import ask_session, known_turn_ids
 from memarch.modules.encoders._conversation_text import Sentence, content_words, session_anchor, session_sentences
 from memarch.modules.encoders._conversation_encoder import ConversationEncoder

@@ -6,9 +6,11 @@ import logging
 from typing import Any, Mapping
 
 from memarch.errors import MemarchError
+from memarch.modules.retrievers._aware import AWARENESS
 from memarch.modules.retrievers._packing import PACKING
 
-SHARED = frozenset(k.name for k in PACKING)  # every retriever's packing knobs, read by the base class
+# every retriever's packing and query-aware knobs, read by the base class
+SHARED = frozenset(k.name for k in (*PACKING, *AWARENESS))
 
 log = logging.getLogger(__name__)
 

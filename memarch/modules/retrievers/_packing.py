@@ -6,6 +6,11 @@ split into sentences, each sentence scored by its dense cosine to the query, its
 lexical overlap and its item's rank, and the best sentences are kept while they fit B words — each
 item's kept sentences on one line under the item's header (kind and date) and, when its first
 sentence is not kept, its speaker/date lead (``John (16 July 2023):``), items in rank order.
+``pack = 2`` (``window``): the best items as ``items`` keeps them, each kept turn with its
+``pack_window`` neighbouring turns before and after (same episode, found through the store) on its
+line in dialogue order, no turn twice; a window that does not fit shrinks, nearest turns kept.
+``pack_order`` orders any packer's lines: 0 by rank, 1 by time (``event_time``, then rank); the
+items stay in rank order, each naming its line (``trace["line"]``).
 
 Packing is a set of knobs of every retriever, not a fifth role: it changes no memory, only how the
 retriever's output is cut, and a role would multiply the categorical space (and every landscape
@@ -15,31 +20,41 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from memarch.modules.stores.lexical import tokenize
 from memarch.pipeline.episodes import Query
+from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.knobs import Knob
-from memarch.pipeline.retrieval import Retrieval, ScoredItem, count_tokens, pack
+from memarch.pipeline.retrieval import Retrieval, ScoredItem, count_tokens, format_item, pack, truncate_tokens
 
-PACKERS = ("items", "sentences")
+PACKERS = ("items", "sentences", "window")
+ORDERS = ("rank", "time")
 PACKING = (
-    Knob("pack", "int", 0, 1, default=0,
-         description="pack: how ranked items become the context (0 items whole, 1 best sentences)"),
+    Knob("pack", "int", 0, 2, default=0,
+         description="pack: how ranked items become the context (0 items whole, 1 best sentences, "
+                     "2 items with their neighbouring turns)", group="pack"),
     Knob("pack_pool", "int", 1, 4, default=2,
-         description="pack sentences: items ranked per context, as a multiple of top_k"),
+         description="pack sentences: items ranked per context, as a multiple of top_k", group="pack"),
     Knob("pack_rank_weight", "float", 0.0, 6.0, default=3.0,
-         description="pack sentences: weight of the item's rank, 1/(1+rank)"),
+         description="pack sentences: weight of the item's rank, 1/(1+rank)", group="pack"),
     Knob("pack_dense_weight", "float", 0.0, 6.0, default=3.0,
-         description="pack sentences: weight of the sentence's dense cosine to the query"),
+         description="pack sentences: weight of the sentence's dense cosine to the query", group="pack"),
     Knob("pack_lexical_weight", "float", 0.0, 2.0, default=0.5,
-         description="pack sentences: weight of the idf-weighted query-term overlap"),
+         description="pack sentences: weight of the idf-weighted query-term overlap", group="pack"),
+    Knob("pack_window", "int", 1, 3, default=1,
+         description="pack window: neighbouring turns of each kept turn added before and after it", group="pack"),
+    Knob("pack_order", "int", 0, 1, default=0,
+         description="pack: order of the context's lines (0 rank, 1 time: by date, then rank)", group="pack"),
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _LEAD = re.compile(r"^[^:\n]{1,60}:\s")  # "John (16 July 2023): " / "2 August 2023 (...) - John: "
+_NUMBER = re.compile(r"\d+")
+_MIN_CUT = 8  # words: an item that does not fit whole is cut only if this many remain (as `pack`)
 
 
 def packer_name(config: dict[str, Any]) -> str:
@@ -52,14 +67,20 @@ def pool_size(config: dict[str, Any], top_k: int) -> int:
 
 
 def pack_context(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: int | None,
-                 config: dict[str, Any], embedder: Any, trace: dict[str, Any]) -> Retrieval:
-    """The context of ``ranked`` under the configured packer."""
-    if packer_name(config) == "items":
-        return pack(query, ranked, top_k=top_k, budget_tokens=budget_tokens, trace=trace)
+                 config: dict[str, Any], embedder: Any, trace: dict[str, Any], store: Any = None) -> Retrieval:
+    """The context of ``ranked`` under the configured packer (``store``: where a packer may look
+    up more of the memory, e.g. an item's neighbouring turns)."""
+    name, order = packer_name(config), int(config.get("pack_order", 0) or 0)
+    if name == "items":
+        packed = pack(query, ranked, top_k=top_k, budget_tokens=budget_tokens, trace=trace)
+        return _reorder(packed, _item_lines(packed), order) if order else packed
+    if name == "window":
+        return pack_window(query, ranked, top_k=top_k, budget_tokens=budget_tokens, store=store,
+                           window=int(config.get("pack_window", 1)), order=order, trace=trace)
     return pack_sentences(query, ranked[:pool_size(config, top_k)], budget_tokens=budget_tokens, embedder=embedder,
                           rank_weight=float(config.get("pack_rank_weight", 3.0)),
                           dense_weight=float(config.get("pack_dense_weight", 3.0)),
-                          lexical_weight=float(config.get("pack_lexical_weight", 0.5)), trace=trace)
+                          lexical_weight=float(config.get("pack_lexical_weight", 0.5)), order=order, trace=trace)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -73,7 +94,7 @@ def header(item: Any) -> str:
 
 def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int | None, embedder: Any = None,
                    rank_weight: float = 3.0, dense_weight: float = 3.0, lexical_weight: float = 0.5,
-                   trace: dict[str, Any] | None = None) -> Retrieval:
+                   order: int = 0, trace: dict[str, Any] | None = None) -> Retrieval:
     """Keep the best sentences of ``ranked`` within ``budget_tokens`` words, headers included.
 
     Example::
@@ -122,9 +143,162 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int
     t = dict(trace or {})
     t.update({"packer": "sentences", "budget_tokens": budget_tokens, "tokens_used": used, "candidates": len(ranked),
               "sentences_scored": len(cands)})
-    return Retrieval(query=query, items=items, context="\n".join(lines), trace=t)
+    return _reorder(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order)
 
 
 def _lead(text: str) -> str:
     m = _LEAD.match(text)
     return m.group(0) if m else ""
+
+
+# -- window: each kept turn with its neighbouring turns -------------------------------------------
+
+def readable(item: MemoryItem, query: Query) -> bool:
+    """The retrievers' eligibility (``retrievers.base.eligible``, which imports this module)."""
+    return item.active and item.namespace == query.namespace and (
+        query.episode_id is None or item.episode_id != query.episode_id)
+
+
+def is_turn(item: MemoryItem) -> bool:
+    return item.fields.get("unit") == "turn"
+
+
+def _turn_key(item: MemoryItem) -> Any:
+    """One dialogue turn, whichever item shows it."""
+    return (item.episode_id, item.source_ids[0]) if is_turn(item) and item.source_ids else item.id
+
+
+def _turn_order(item: MemoryItem) -> tuple:
+    """Dialogue order from the source id ("D3:7": session 3, turn 7); unnumbered turns last."""
+    numbers = tuple(int(n) for n in _NUMBER.findall(item.source_ids[0])) if item.source_ids else ()
+    return (0, numbers) if numbers else (1, ())
+
+
+class TurnIndex:
+    """A namespace's active turn items, per episode in dialogue order (ties in store order)."""
+
+    def __init__(self, items: list[MemoryItem]):
+        by_episode: dict[str, list[tuple[tuple, int, MemoryItem]]] = {}
+        for j, it in enumerate(items):
+            if is_turn(it) and it.active and it.episode_id is not None:
+                by_episode.setdefault(it.episode_id, []).append((_turn_order(it), j, it))
+        self.episodes = {ep: [it for _, _, it in sorted(rows, key=lambda r: r[:2])] for ep, rows in by_episode.items()}
+        self.where = {it.id: (ep, p) for ep, turns in self.episodes.items() for p, it in enumerate(turns)}
+
+    def neighbours(self, item: MemoryItem, n: int) -> list[tuple[int, MemoryItem]]:
+        """(offset, turn) of the ``n`` active turns before and after ``item`` (a deleted turn's
+        place goes to the next one), nearest first, the one after before the one before at the
+        same distance (a question's reply follows it)."""
+        if item.id not in self.where:
+            return []
+        ep, p = self.where[item.id]
+        turns = self.episodes[ep]
+        return [(d, turns[p + d]) for k in range(1, n + 1) for d in (k, -k) if 0 <= p + d < len(turns)]
+
+
+# Per store object: {namespace: (version, TurnIndex)}; dies with the store (as `lexical_index`).
+_TURN_INDEXES: "weakref.WeakKeyDictionary[Any, dict[str, tuple[int, TurnIndex]]]" = weakref.WeakKeyDictionary()
+
+
+def turn_index(store: Any, namespace: str) -> TurnIndex:
+    """The turn index of ``store``'s ``namespace``, built once per ``store.version(namespace)``."""
+    per_store = _TURN_INDEXES.setdefault(store, {})
+    version = store.version(namespace)
+    cached = per_store.get(namespace)
+    if cached is None or cached[0] != version:
+        cached = per_store[namespace] = (version, TurnIndex(store.list(namespace)))
+    return cached[1]
+
+
+def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: int | None,
+                store: Any = None, window: int = 1, order: int = 0,
+                eligible: Callable[[MemoryItem], bool] | None = None,
+                trace: dict[str, Any] | None = None) -> Retrieval:
+    """The best items as `pack` keeps them, each turn item with up to ``window`` neighbouring
+    turns before and after it on its line, in dialogue order.
+
+    A neighbour is an active turn of the hit's episode in the store, readable by ``query``
+    (``eligible``, default `readable`), not already on the context and not one of the ``top_k``
+    hits (shown on its own line). A window that does not fit shrinks: the farthest turns go first
+    and, of two at one distance, the one before; a hit that does not fit alone is cut as `pack`
+    cuts its last item. Without ``store``, the items as `pack` keeps them.
+
+    Example::
+
+        r = pack_window(Query("Where did Ann go?"), ranked, top_k=4, budget_tokens=200, store=store)
+        r.items[0].trace["window"]          # ids of the turns added around the first item
+    """
+    ok = eligible or (lambda it: readable(it, query))
+    index = turn_index(store, query.namespace) if store is not None else None
+    hits = {_turn_key(s.item) for s in ranked[:top_k]}
+    shown: set[Any] = set()
+    kept: list[ScoredItem] = []
+    lines: list[str] = []
+    used = added = 0
+    for s in ranked:
+        if len(kept) >= top_k:
+            break
+        cands = [] if index is None or not is_turn(s.item) else [
+            (d, it) for d, it in index.neighbours(s.item, max(int(window), 0))
+            if ok(it) and _turn_key(it) not in shown and _turn_key(it) not in hits]
+        for n in range(len(cands), -1, -1):
+            members = sorted([(0, s.item), *cands[:n]], key=lambda m: m[0])
+            line = format_item(s.item) if n == 0 else " ".join([header(s.item), *(it.text for _, it in members)])
+            cost = count_tokens(line)
+            if budget_tokens is None or used + cost <= budget_tokens:
+                break
+        else:  # not even the hit alone fits: cut it, as `pack` does
+            left = budget_tokens - used
+            if left >= _MIN_CUT:
+                line = truncate_tokens(format_item(s.item), left)
+                kept.append(ScoredItem(s.item, s.score, {**s.trace, "window": [], "truncated": True}))
+                lines.append(line)
+                used += count_tokens(line)
+            break
+        neighbours = [it for _, it in members if it is not s.item]
+        shown.update(_turn_key(it) for _, it in members)
+        kept.append(ScoredItem(s.item, s.score, {**s.trace, "window": [it.id for it in neighbours]}))
+        lines.append(line)
+        used += cost
+        added += len(neighbours)
+    t = dict(trace or {})
+    t.update({"packer": "window", "top_k": top_k, "budget_tokens": budget_tokens, "tokens_used": used,
+              "candidates": len(ranked), "window": int(window), "neighbours": added})
+    return _reorder(Retrieval(query=query, items=kept, context="\n".join(lines), trace=t), lines, order)
+
+
+# -- order of the lines ---------------------------------------------------------------------------
+
+def _item_lines(packed: Retrieval) -> list[str]:
+    """The lines of a `pack` context, one per item (an item's text may hold newlines): every
+    line but the last is its item whole, the last may be cut."""
+    lines, rest = [], packed.context
+    for s in packed.items[:-1]:
+        line = format_item(s.item)
+        assert rest.startswith(line + "\n"), "pack's lines are its items whole but the last"
+        lines.append(line)
+        rest = rest[len(line) + 1:]
+    return [*lines, rest] if packed.items else []
+
+
+def _time_key(when: str | None) -> tuple:
+    """Dated lines first, ISO dates as text, a logical clock ("12") as a number."""
+    if not when:
+        return (1, 0, 0.0, "")
+    try:
+        return (0, 0, float(when), "")
+    except ValueError:
+        return (0, 1, 0.0, str(when))
+
+
+def _reorder(packed: Retrieval, lines: list[str], order: int) -> Retrieval:
+    """``order`` 1: the lines by their item's ``event_time``, then rank; 0: as they are. The items
+    stay in rank order (a `Retrieval`'s contract, which the rank metrics read); each item's trace
+    says which line of the context is its own (``line``)."""
+    if not order:
+        return packed
+    idx = sorted(range(len(packed.items)), key=lambda i: (_time_key(packed.items[i].item.event_time), i))
+    at = {i: line for line, i in enumerate(idx)}
+    items = [ScoredItem(s.item, s.score, {**s.trace, "line": at[i]}) for i, s in enumerate(packed.items)]
+    return Retrieval(query=packed.query, items=items,
+                     context="\n".join(lines[i] for i in idx), trace={**packed.trace, "order": ORDERS[order]})

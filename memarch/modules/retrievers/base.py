@@ -1,6 +1,8 @@
 """The `Retriever` contract: rank the store's eligible items for a query, then pack them into
-a context that honours ``top_k`` and the token budget (the ``pack`` knobs choose how: _packing.py). Eligible = active, same namespace, and
-not written by the episode being answered (no self-retrieval)."""
+a context that honours ``top_k`` and the token budget (the ``pack`` knobs choose how: _packing.py).
+Between the two, the time-, recency- and entity-aware sides the config turns on are fused in
+(_aware.py). Eligible = active, same namespace, and not written by the episode being answered (no
+self-retrieval)."""
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -11,6 +13,7 @@ from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.resources import Resources
+from memarch.modules.retrievers._aware import fuse_aware
 from memarch.modules.retrievers._packing import pack_context, pool_size
 from memarch.pipeline.retrieval import Retrieval, ScoredItem
 
@@ -45,8 +48,11 @@ class Retriever(dspy.Module):
         if isinstance(query, str):
             query = Query(text=query)
         ranked = [s for s in self.rank(query, store, pool_size(self.config, top_k)) if eligible(s.item, query)]
+        trace: dict[str, Any] = {"retriever": self.name}
+        ranked = fuse_aware(query, ranked, store, config=self.config, embedder=self.resources.embedder,
+                            readable=lambda it: eligible(it, query), trace=trace)
         return pack_context(query, ranked, top_k=top_k, budget_tokens=budget_tokens, config=self.config,
-                            embedder=self.resources.embedder, trace={"retriever": self.name})
+                            embedder=self.resources.embedder, trace=trace, store=store)
 
     def forward(self, query: Query | str, store: Store, top_k: int = 4,
                 budget_tokens: int | None = None) -> Retrieval:

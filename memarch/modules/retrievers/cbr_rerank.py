@@ -16,6 +16,7 @@ from memarch.modules.signatures.retrievers import RerankCandidates
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
+from memarch.modules.retrievers._aware import AWARENESS
 from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -56,7 +57,7 @@ def parse_scores(n: int):
           knobs=(TOP_K, Knob("candidates", "int", 5, 50, log=True, default=15, description="candidates reranked"),
                  Knob("content_weight", "float", 0.0, 1.0, default=0.7,
                       description="discount on item-text similarity in the case score"),
-                 Knob("cbr_weight", "float", 0.0, 1.0, default=0.5, description="case score's share of the final score"), *PACKING))
+                 Knob("cbr_weight", "float", 0.0, 1.0, default=0.5, description="case score's share of the final score"), *PACKING, *AWARENESS))
 class CBRRerankRetriever(Retriever):
     """Case-based reasoning: recall by case similarity, then rerank.
 

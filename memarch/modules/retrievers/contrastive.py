@@ -9,6 +9,7 @@ from memarch.modules.retrievers._config import settings
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
+from memarch.modules.retrievers._aware import AWARENESS
 from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -21,7 +22,7 @@ from memarch.pipeline.retrieval import ScoredItem
           knobs=(TOP_K, Knob("success_k", "int", 1, 10, default=3, description="success pool size"),
                  Knob("failure_k", "int", 0, 10, default=2, description="failure pool size"),
                  Knob("content_weight", "float", 0.0, 1.0, default=0.7,
-                      description="discount on item-text similarity in the case score"), *PACKING))
+                      description="discount on item-text similarity in the case score"), *PACKING, *AWARENESS))
 class ContrastiveRetriever(Retriever):
     """The ``success_k`` best items from successful episodes and the ``failure_k`` best from failed
     ones, each scored ``pool weight x case similarity`` (``trace["cbr"]``) and merged by that score.

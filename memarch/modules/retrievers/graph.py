@@ -9,6 +9,7 @@ from memarch.modules.retrievers._config import settings
 from memarch.modules.retrievers.base import Retriever, eligible
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
+from memarch.modules.retrievers._aware import AWARENESS
 from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -20,7 +21,7 @@ from memarch.pipeline.retrieval import ScoredItem
           description="3 semantic seeds, 1-hop expansion along SIMILAR/COOCCURS/REINFORCES, decay 0.7",
           knobs=(TOP_K, Knob("seeds", "int", 1, 10, default=3, description="semantic seeds"),
                  Knob("hops", "int", 0, 3, default=1, description="expansion depth"),
-                 Knob("decay", "float", 0.1, 1.0, default=0.7, description="score factor per hop"), *PACKING))
+                 Knob("decay", "float", 0.1, 1.0, default=0.7, description="score factor per hop"), *PACKING, *AWARENESS))
 class GraphRetriever(Retriever):
     """Seeds are the ``seeds`` items nearest the query (score = cosine). Expansion follows the
     store's ``neighbors`` along ``edge_types`` for ``hops`` hops: a neighbour reached from an item

@@ -8,6 +8,7 @@ from memarch.modules.stores.lexical import lexical_index
 from memarch.modules.retrievers.base import Retriever, eligible
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
+from memarch.modules.retrievers._aware import AWARENESS
 from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -25,7 +26,7 @@ from memarch.pipeline.retrieval import ScoredItem
                       description="query expansion: pseudo-relevance feedback terms added to the BM25 side (0 off)"),
                  Knob("prf_docs", "int", 1, 10, default=3, description="query expansion: BM25 hits the terms come from"),
                  Knob("prf_weight", "float", 0.05, 1.0, default=0.3,
-                      description="query expansion: weight of the added terms (a query term's is 1)"), *PACKING))
+                      description="query expansion: weight of the added terms (a query term's is 1)"), *PACKING, *AWARENESS))
 class HybridRetriever(Retriever):
     """Dense and lexical rankings fused with reciprocal-rank fusion (RRF).
 

@@ -14,6 +14,7 @@ from memarch.modules.retrievers.base import Retriever
 from memarch.modules.signatures.retrievers import HypotheticalPassage
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
+from memarch.modules.retrievers._aware import AWARENESS
 from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -31,7 +32,7 @@ def check_passage(prediction: dspy.Prediction) -> str:
 @register("retriever", "hyde", rank=5, needs_lm=True, needs_embeddings=True,
           description="LM writes a hypothetical passage; search with its embedding averaged with the query's",
           knobs=(TOP_K, Knob("passage_weight", "float", 0.0, 1.0, default=0.5,
-                             description="share of the passage embedding in the search vector"), *PACKING))
+                             description="share of the passage embedding in the search vector"), *PACKING, *AWARENESS))
 class HydeRetriever(Retriever):
     """Dense search with ``(1 - passage_weight) x query + passage_weight x passage`` (renormalised),
     where the passage is the LM's guess at the memory that would answer the query.

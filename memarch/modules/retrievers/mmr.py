@@ -9,6 +9,7 @@ from memarch.modules.retrievers._config import settings
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
+from memarch.modules.retrievers._aware import AWARENESS
 from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -39,7 +40,7 @@ def mmr_select(relevance: np.ndarray, similarity: np.ndarray, k: int, lam: float
 @register("retriever", "mmr", rank=6, needs_embeddings=True,
           description="dense recall of max(2k, 20), then MMR (lambda 0.5)",
           knobs=(TOP_K, Knob("min_recall", "int", 5, 100, log=True, default=20, description="smallest recall set"),
-                 Knob("mmr_lambda", "float", 0.0, 1.0, default=0.5, description="1 pure relevance, 0 pure diversity"), *PACKING))
+                 Knob("mmr_lambda", "float", 0.0, 1.0, default=0.5, description="1 pure relevance, 0 pure diversity"), *PACKING, *AWARENESS))
 class MMRRetriever(Retriever):
     """Maximal marginal relevance over a dense recall set: relevant items that do not repeat
     each other.

@@ -1,6 +1,8 @@
 """Numeric moves of the guided search in the full space: a textual gradient on a knob read from the
 per-query traces ("retrieve.top_k 4 -> 8: 31% of the retrieve failures had the gold item at rank
-5-8"), and, without such evidence, one coordinate step of a knob of the leader."""
+5-8"; "retrieve.pack items -> sentences: the gold was ranked but cut by the budget"; "retrieve.time_weight
+0 -> 1: the failures asked about a time"), and, without
+such evidence, one coordinate step of a knob of the leader."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -80,6 +82,57 @@ def top_k_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
                        [o.query_id for o in hits[:5]])
 
 
+def pack_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
+    """``retrieve.pack 0 -> 1`` (whole items -> best sentences) when at least `MIN_SHARE` of the
+    retrieve failures had their gold ranked within ``top_k`` but below the items that filled the
+    context: ranked, then cut by the word budget (issue 23: on LoCoMo most lost evidence is).
+
+    Reads the same ``gold_rank`` / ``read_items`` / ``top_k`` evidence as `top_k_move`; None when
+    the retriever already packs sentences or the evidence is missing.
+    """
+    arch = result.architecture
+    if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.pack", 0) != 0:
+        return None
+    if _knob(space, arch, "retrieve.pack") is None:
+        return None
+    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"
+                and "gold_rank" in o.evidence]
+    if not failures:
+        return None
+    hits = [o for o in failures if o.evidence["gold_rank"] is not None
+            and o.evidence["read_items"] < o.evidence["gold_rank"] <= o.evidence["top_k"]]
+    share = len(hits) / len(failures)
+    if len(hits) < MIN_QUERIES or share < MIN_SHARE:
+        return None
+    text = (f"retrieve.pack items -> sentences: {share:.0%} of the retrieve failures ({len(hits)} of "
+            f"{len(failures)}) had the gold item ranked within top_k but cut by the context budget")
+    return NumericMove("retrieve.pack", 0, 1, round(share, 4), len(hits), len(failures), text,
+                       [o.query_id for o in hits[:5]])
+
+
+def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
+    """``retrieve.time_weight 0 -> 1`` (the time-aware side on) when at least `MIN_SHARE` of the
+    retrieve failures were questions about a time: a when-question ("When did ...") or one that
+    names a period ("in May 2023", "last week"). Reads the question text of the failures; None when
+    the retriever is time-aware already."""
+    from memarch.modules.retrievers._aware import asks_about_time
+
+    arch = result.architecture
+    if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.time_weight", 0):
+        return None
+    if _knob(space, arch, "retrieve.time_weight") is None:
+        return None
+    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"]
+    hits = [o for o in failures if asks_about_time(str(o.evidence.get("question", "")))]
+    share = len(hits) / len(failures) if failures else 0.0
+    if len(hits) < MIN_QUERIES or share < MIN_SHARE:
+        return None
+    text = (f"retrieve.time_weight 0 -> 1: {share:.0%} of the retrieve failures ({len(hits)} of {len(failures)}) "
+            f"asked about a time (when, or a named period)")
+    return NumericMove("retrieve.time_weight", 0, 1.0, round(share, 4), len(hits), len(failures), text,
+                       [o.query_id for o in hits[:5]])
+
+
 def with_knob(space: "ParamSpace", arch: Architecture, key: str, value: float | int) -> Architecture | None:
     """``arch`` with one knob set (dropped from params when it is the default); None if not its knob."""
     found = _knob(space, arch, key)
@@ -117,13 +170,14 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
     arch = leader.architecture
     if arch is None or space.mode != "full":
         return None, []
-    move = top_k_move(leader, space)
     parent = arch.key()
-    if move is not None:
-        cand = with_knob(space, arch, move.key, move.after)
+    move = None
+    for found in (top_k_move(leader, space), pack_move(leader, space), time_move(leader, space)):
+        move = move or found
+        cand = with_knob(space, arch, found.key, found.after) if found is not None else None
         if cand is not None and cand.key() not in blocked:
-            return move, [Proposal(cand, role="exploit", edit=f"{move.key}: {move.before} -> {move.after}",
-                                   parent=parent, reason=move.text)]
+            return found, [Proposal(cand, role="exploit", edit=f"{found.key}: {found.before} -> {found.after}",
+                                    parent=parent, reason=found.text)]
     params = space.to_params(arch)
     chosen = [(key, knob) for _, key, knob in space.chosen_knobs(params)
               if key.split(".", 1)[0].split(":", 1)[0] not in inert and key not in inert_knobs
@@ -140,8 +194,11 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
 
 
 def _idle_packing_knob(key: str, arch: Any, space: "ParamSpace") -> bool:
-    """A sentence packer's weight or pool while the retriever packs whole items: a step there
-    changes nothing (`memarch/modules/retrievers/_packing.py`), so it is never proposed."""
-    if not key.startswith("retrieve.pack_"):
+    """A packer's knob while the retriever uses another packer (`pack_window` unless ``pack`` is 2,
+    the sentence packer's pool and weights unless it is 1): a step there changes nothing
+    (`memarch/modules/retrievers/_packing.py`), so it is never proposed. ``pack_order`` applies
+    to every packer, so it is never idle."""
+    if not key.startswith("retrieve.pack_") or key == "retrieve.pack_order":
         return False
-    return not arch.param_dict.get("retrieve.pack", 0)
+    packer = int(arch.param_dict.get("retrieve.pack", 0) or 0)
+    return packer != (2 if key == "retrieve.pack_window" else 1)

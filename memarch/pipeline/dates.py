@@ -1,5 +1,6 @@
 """Dates in conversations: parse a session date ("1:56 pm on 8 May, 2023", ISO, ...) and resolve
 time expressions in a sentence ("yesterday", "last week", "two days ago", "May 7") against it.
+Shared by the event encoder and the time-aware retrieval (`memarch.modules.retrievers._aware`).
 
 Pure functions, no LM: the `event` encoder's LM-free path and its tests rely on them.
 

