@@ -268,8 +268,46 @@ def test_numeric_move_gradient_from_a_crafted_trace(full):
     assert top_k_move(_trace([5, 6, 7, 8], read_items=3), full) is None
     assert top_k_move(_trace([9, 12, None]), full) is None  # the gold is deeper than 2 x top_k
     # Without a backed move, one untried coordinate step of a knob of the leader.
+    # The shared levers still off come first (packing, time-aware, ...), then the module's own knobs.
     _, [step] = numeric_proposals(full, _trace([None]), {proposal.architecture.key()}, primary="retrieve")
-    assert step.role == "explore" and step.edit == "retrieve.top_k: 4 -> 2"  # x2 is taken: /2
+    assert step.role == "explore" and step.edit == "retrieve.pack: 0 -> 1"
+    leader = _trace([None])
+    leader.architecture = leader.architecture.replace(params={"retrieve.top_k": 4, "retrieve.pack": 1,
+                                                              "retrieve.pack_order": 1, "retrieve.time_weight": 1.0,
+                                                              "retrieve.recency_weight": 0.5,
+                                                              "retrieve.entity_weight": 0.5})
+    blocked = {proposal.architecture.key()}
+    edits = []
+    for _ in range(3):
+        _, [step] = numeric_proposals(full, leader, blocked, primary="retrieve")
+        blocked.add(step.architecture.key())
+        edits.append(step.edit)
+    shared = ("retrieve.pack", "retrieve.time_weight", "retrieve.recency_weight", "retrieve.entity_weight",
+              "retrieve.aware_pool")
+    assert edits[0] == "retrieve.pack: 1 -> 2" and all(e.startswith(shared) for e in edits), edits
+
+
+def test_a_narrow_int_knob_steps_by_at_least_one_unit():
+    from memarch.pipeline.knobs import Knob
+
+    assert steps(Knob("pack", "int", 0, 2, default=0), 0) == [1]
+    assert steps(Knob("pack", "int", 0, 2, default=0), 1) == [2, 0]
+    assert steps(Knob("w", "int", 1, 3, default=1), 1) == [2]
+    assert steps(Knob("k", "int", 2, 64, log=True, default=20), 20) == [40, 10]
+
+
+def test_a_stored_trial_keeps_what_the_numeric_moves_read(full):
+    from memarch.optimizers.search.history import compact, expand
+
+    result = _trace([9, 12, 20, 15], read_items=8, top_k=20)
+    for o in result.outcomes:  # a LoCoMo failure's evidence: many scores before the diagnosis keys
+        o.evidence = {"question": "q?", "gold_answer": "a", "answer_span": 0.0, "answer_recall": 0.5,
+                      "evidence_recall": 0.0, "gold": ["D1:1"], "retrieved_sources": [], "lost": {"D1:1": "retrieve"},
+                      "encoded": ["D1:1"], "stored": ["D1:1"], **o.evidence, "hit@1": 0.0, "mrr": 0.1}
+    again = expand(result.architecture, compact(result))
+    assert [o.evidence.get("gold_rank") for o in again.outcomes] == [o.evidence.get("gold_rank")
+                                                                      for o in result.outcomes]
+    assert pack_move(again, full) is not None  # the move reads a stored trial as it reads a fresh one
 
 
 def test_pack_move_when_the_gold_was_ranked_but_cut_by_the_budget(full):
@@ -354,7 +392,10 @@ def test_knobs_whose_moves_changed_nothing_are_not_stepped_again(full):
                      LedgerEntry("p", "retrieve.pool: 50 -> 25", {"parent_trial": 0}, "refuted"),
                      LedgerEntry("p", "retrieve: hybrid -> mmr", {"parent_trial": 0}, INERT)])
     assert ledger.inert_knobs() == {"retrieve.top_k"} and ledger.inert_fields() == set()
-    _, [step] = numeric_proposals(full, _trace([None]), set(), primary="retrieve", inert_knobs=ledger.inert_knobs())
+    # (the shared levers, stepped first otherwise, set aside: the module's own knobs are the point here)
+    shared = {key for _, key, knob in full.chosen_knobs(full.to_params(BASE)) if knob.group}
+    _, [step] = numeric_proposals(full, _trace([None]), set(), primary="retrieve",
+                                  inert_knobs=ledger.inert_knobs() | shared)
     assert step.edit == "retrieve.pool: 50 -> 100"
 
 

@@ -145,16 +145,22 @@ def with_knob(space: "ParamSpace", arch: Architecture, key: str, value: float | 
 
 def steps(knob: "Knob", value: float | int) -> list[float | int]:
     """The values one coordinate step away: x2 and /2 on a log scale, +-1/4 of the range otherwise;
-    clamped, rounded for int knobs, without the current value."""
+    clamped, rounded for int knobs (at least one unit: a narrow int knob such as ``pack`` 0-2 would
+    round back to its value), without the current value."""
     if knob.log:
         cands = [value * 2, value / 2]
     else:
         width = (knob.high - knob.low) / 4
         cands = [value + width, value - width]
     out = []
-    for c in cands:
+    for c, sign in zip(cands, (1, -1)):
         c = min(knob.high, max(knob.low, c))
-        c = int(round(c)) if knob.kind == "int" else round(float(c), 4)
+        if knob.kind == "int":
+            c = int(round(c))
+            if c == value:
+                c = int(min(knob.high, max(knob.low, value + sign)))
+        else:
+            c = round(float(c), 4)
         if c != value and c not in out:
             out.append(c)
     return out
@@ -164,8 +170,9 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
                       inert: set[str] = frozenset(), inert_knobs: set[str] = frozenset()
                       ) -> tuple[NumericMove | None, list[Proposal]]:
     """The round's numeric proposal (at most one) for the leader: the trace-backed move when there
-    is one, else one untried coordinate step of a knob (modules the gradient points at first; knobs
-    of inert modules, and ``inert_knobs`` whose moves changed nothing measured, never).
+    is one, else one untried coordinate step of a knob (modules the gradient points at first, then
+    the shared levers still off, then the other shared knobs; knobs of inert modules, and
+    ``inert_knobs`` whose moves changed nothing measured, never).
     ``blocked``: keys already tried, running or queued."""
     arch = leader.architecture
     if arch is None or space.mode != "full":
@@ -182,9 +189,14 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
     chosen = [(key, knob) for _, key, knob in space.chosen_knobs(params)
               if key.split(".", 1)[0].split(":", 1)[0] not in inert and key not in inert_knobs
               and not _idle_packing_knob(key, arch, space)]
-    chosen.sort(key=lambda kk: not kk[0].startswith(primary) if primary else False)
+    # The gradient's module first; then the shared levers still switched off (packing, time-aware,
+    # recency, entity-keyed: a group knob whose default 0 is "off"), then the other shared ones.
+    current_of = {key: arch.param_dict.get(key, space.default(key, knob)) for key, knob in chosen}
+    chosen.sort(key=lambda kk: (not kk[0].startswith(primary) if primary else False,
+                                not (kk[1].group and kk[1].default == 0 and current_of[kk[0]] == 0),
+                                not kk[1].group))
     for key, knob in chosen:
-        current = arch.param_dict.get(key, space.default(key, knob))
+        current = current_of[key]
         for value in steps(knob, current):
             cand = with_knob(space, arch, key, value)
             if cand is not None and cand.key() not in blocked:

@@ -21,6 +21,10 @@ REPEAT_ATTR = "repeat_of"  # a trial that re-drew an evaluated architecture: not
 PROPOSAL_PREFIX = "memarch:"  # system attrs a sampler sets on the trials it proposes
 # Enough example failures for a diagnosis; the rest of the evidence stays in the in-process result.
 MAX_EVIDENCE_KEYS = 8
+# What the diagnosis and the guided numeric moves read, always kept (besides the first
+# MAX_EVIDENCE_KEYS others): without them a stored trial could never back a top_k or pack move.
+DIAGNOSIS_KEYS = ("question", "gold_answer", "gold", "retrieved_sources", "reason", "gold_rank", "rank_depth",
+                  "read_items", "top_k", "loss_stage")
 
 
 def cost_of(result: TrialResult) -> float:
@@ -34,8 +38,12 @@ def compact(result: TrialResult) -> dict[str, Any]:
     """A JSON-able summary of a result: outcomes without bulky retrieval lists."""
     outs = []
     for o in result.outcomes:
-        ev = {k: v for k, v in list((o.evidence or {}).items())[:MAX_EVIDENCE_KEYS]
-              if isinstance(v, (str, int, float, bool, list)) and len(str(v)) < 200}
+        evidence = o.evidence or {}
+        keys = [k for k in DIAGNOSIS_KEYS if k in evidence]
+        keys += [k for k in list(evidence)[:MAX_EVIDENCE_KEYS] if k not in keys]
+        ev = {k: evidence[k] for k in keys
+              if (evidence[k] is None or isinstance(evidence[k], (str, int, float, bool, list)))
+              and len(str(evidence[k])) < 200}
         outs.append([o.query_id, round(float(o.score), 4), bool(o.success), o.category, o.attribution, ev])
     return {"objective": result.objective, "scores": result.scores, "per_category": result.per_category,
             "cost": result.cost, "attribution": result.attribution, "outcomes": outs,
