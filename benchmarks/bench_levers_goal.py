@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -27,18 +26,11 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_full_space import paired  # noqa: E402  (a sibling script)
 
 GOAL = 0.06
 PUBLISHED = {"hit@1": 0.752, "ndcg@5": 0.829}
-
-
-def paired(a: dict[str, float], b: dict[str, float], n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of a - b over the shared questions and its 95% bootstrap interval."""
-    ids = sorted(set(a) & set(b))
-    diff = [a[i] - b[i] for i in ids]
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choice(diff) for _ in ids) / len(ids) for _ in range(n))
-    return sum(diff) / len(diff), means[int(0.025 * n)], means[int(0.975 * n)]
 
 
 def compile_seed(args, seed: int, program: Path) -> None:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
-import weakref
 from typing import Any, Callable
 
+from memarch.modules.stores._versioned import VersionedCache
 from memarch.pipeline.dates import find_time_expressions, parse_session_date
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
@@ -107,16 +107,11 @@ class _NamespaceFacts:
                 self.names.setdefault(name, set()).add(it.id)
 
 
-_FACTS: "weakref.WeakKeyDictionary[Any, dict[str, tuple[Any, _NamespaceFacts]]]" = weakref.WeakKeyDictionary()
+_FACTS = VersionedCache()
 
 
 def namespace_facts(store: Any, namespace: str) -> _NamespaceFacts:
-    per_store = _FACTS.setdefault(store, {})
-    version = store.version(namespace)
-    hit = per_store.get(namespace)
-    if hit is None or hit[0] != version:
-        hit = per_store[namespace] = (version, _NamespaceFacts([it for it in store.list(namespace) if it.active]))
-    return hit[1]
+    return _FACTS.get(store, namespace, lambda: _NamespaceFacts([it for it in store.list(namespace) if it.active]))
 
 
 def entity_names(item: MemoryItem) -> list[str]:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from collections import Counter
 from typing import Any, Callable
 
 import numpy as np
 
+from memarch.modules.stores._versioned import VersionedCache
 from memarch.modules.stores.lexical import tokenize
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
@@ -196,18 +196,12 @@ class TurnIndex:
         return [(d, turns[p + d]) for k in range(1, n + 1) for d in (k, -k) if 0 <= p + d < len(turns)]
 
 
-# Per store object: {namespace: (version, TurnIndex)}; dies with the store (as `lexical_index`).
-_TURN_INDEXES: "weakref.WeakKeyDictionary[Any, dict[str, tuple[int, TurnIndex]]]" = weakref.WeakKeyDictionary()
+_TURN_INDEXES = VersionedCache()  # per store object and namespace; dies with the store
 
 
 def turn_index(store: Any, namespace: str) -> TurnIndex:
     """The turn index of ``store``'s ``namespace``, built once per ``store.version(namespace)``."""
-    per_store = _TURN_INDEXES.setdefault(store, {})
-    version = store.version(namespace)
-    cached = per_store.get(namespace)
-    if cached is None or cached[0] != version:
-        cached = per_store[namespace] = (version, TurnIndex(store.list(namespace)))
-    return cached[1]
+    return _TURN_INDEXES.get(store, namespace, lambda: TurnIndex(store.list(namespace)))
 
 
 def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: int | None,

@@ -101,13 +101,8 @@ def pack_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
         return None
     hits = [o for o in failures if o.evidence["gold_rank"] is not None
             and o.evidence["read_items"] < o.evidence["gold_rank"] <= o.evidence["top_k"]]
-    share = len(hits) / len(failures)
-    if len(hits) < MIN_QUERIES or share < MIN_SHARE:
-        return None
-    text = (f"retrieve.pack items -> sentences: {share:.0%} of the retrieve failures ({len(hits)} of "
-            f"{len(failures)}) had the gold item ranked within top_k but cut by the context budget")
-    return NumericMove("retrieve.pack", 0, 1, round(share, 4), len(hits), len(failures), text,
-                       [o.query_id for o in hits[:5]])
+    return _backed("retrieve.pack", 0, 1, hits, failures, "retrieve.pack items -> sentences",
+                   "had the gold item ranked within top_k but cut by the context budget")
 
 
 def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
@@ -124,12 +119,18 @@ def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
         return None
     failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"]
     hits = [o for o in failures if asks_about_time(str(o.evidence.get("question", "")))]
+    return _backed("retrieve.time_weight", 0, 1.0, hits, failures, "retrieve.time_weight 0 -> 1",
+                   "asked about a time (when, or a named period)")
+
+
+def _backed(key: str, before: float | int, after: float | int, hits: list, failures: list, move: str,
+            why: str) -> NumericMove | None:
+    """The move when its evidence holds: at least `MIN_QUERIES` hits, `MIN_SHARE` of the failures."""
     share = len(hits) / len(failures) if failures else 0.0
     if len(hits) < MIN_QUERIES or share < MIN_SHARE:
         return None
-    text = (f"retrieve.time_weight 0 -> 1: {share:.0%} of the retrieve failures ({len(hits)} of {len(failures)}) "
-            f"asked about a time (when, or a named period)")
-    return NumericMove("retrieve.time_weight", 0, 1.0, round(share, 4), len(hits), len(failures), text,
+    text = f"{move}: {share:.0%} of the retrieve failures ({len(hits)} of {len(failures)}) {why}"
+    return NumericMove(key, before, after, round(share, 4), len(hits), len(failures), text,
                        [o.query_id for o in hits[:5]])
 
 
