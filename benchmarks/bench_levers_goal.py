@@ -1,8 +1,8 @@
 """Issue 23's goal on LoCoMo (LM-free, answer_span, dialogue splits): does `memarch compile --space full
 --budget 40 --strategies guided` (presets as round 0) pick an architecture that beats the best preset
 (chosen on validation) on test by >= 0.06, with the paired 95% CI above 0 in every seed? And how much
-of each pick's gain does that preset get by taking only the pick's retrieval levers (its packing and
-time / recency / entity knobs), so the gain is attributed honestly? Also the picks' turn-level
+of each pick's gain does that preset get by taking only the pick's packing, and only its retrieval
+levers (packing and time / recency / entity knobs), so the gain is attributed honestly? Also the picks' turn-level
 Hit@1 / NDCG@5 beside the published CPU-only retriever's 0.752 / 0.829 (arXiv 2606.04194).
 
     # the compiles: one program per seed, resumable; spread seeds over processes
@@ -36,6 +36,10 @@ PUBLISHED = {"hit@1": 0.752, "ndcg@5": 0.829}
 def compile_seed(args, seed: int, program: Path) -> None:
     if program.exists():
         return
+    study = args.out / f"optuna-s{seed}.db"
+    if study.exists():  # never a second compile over a running (or killed) one's study and log
+        sys.exit(f"seed {seed}: {study} exists but {program} does not: a compile of it is running, or was "
+                 "killed; wait for it, or delete the .db to start the seed again")
     cmd = [sys.executable, "-m", "memarch", "compile", "--benchmark", "locomo", "--data", str(args.locomo),
            "--space", "full", "--budget", str(args.budget), "--seeds", "1", "--first-seed", str(seed),
            "--strategies", "guided", "--no-tracking", "--storage", f"sqlite:///{args.out.resolve()}/optuna-s{seed}.db",
@@ -83,15 +87,18 @@ def main() -> int:
 
     metric = BenchmarkMetric("locomo", data_path=str(args.locomo), budget_tokens=200,
                              knobs={"split_by": "dialogue"}, objective="answer_span")
-    cache: dict = {}
+    # Evaluations already made by an earlier run of this report (same code, same data): reused.
+    saved = args.out / "evaluations.json"
+    cache: dict = json.loads(saved.read_text()) if saved.exists() else {}
 
     def run(arch: Architecture, split: str):
-        key = (arch.key(), split)
+        key = f"{arch.key()} @ {split}"
         if key not in cache:
             r = metric(arch, split)
             if r.failed:
                 sys.exit(f"{arch.key()} on {split} failed: {r.error}")
             cache[key] = ({o.query_id: o.score for o in r.outcomes}, r.objective, r.scores)
+            saved.write_text(json.dumps(cache))
         return cache[key]
 
     presets = sorted(presets_for(ArchitectureSpace("conversation", lm_available=False)).items(),
@@ -101,24 +108,28 @@ def main() -> int:
     print(f"preset best on validation: {name} {preset.key()}: validation {run(preset, 'validation')[1]:.4f}, "
           f"test {ref_test:.4f} (hit@1 {ref_scores.get('hit@1', 0):.3f}, ndcg@5 {ref_scores.get('ndcg@5', 0):.3f})")
     print(f"\n| seed | pick (chosen on validation) | validation | test | - {name} [95% CI] | {name} + the pick's "
-          "levers only: test, - " + name + " | share of the gain | hit@1 | ndcg@5 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          f"packing only: test, - {name} | {name} + all the pick's levers: test, - {name} | share of the gain "
+          "(packing / levers) | hit@1 | ndcg@5 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     gains, above, rows = [], 0, []
     for seed, program in programs.items():
         arch = Architecture.from_dict(json.loads(program.read_text())["architecture"])
         per, test, scores = run(arch, "test")
         gain, lo, hi = paired(per, ref)
         levers = {k: v for k, v in arch.param_dict.items() if is_lever(k)}
-        lever_arch = preset.replace(params={**preset.param_dict, **levers})
-        lper, ltest, _ = run(lever_arch, "test")
-        lgain = paired(lper, ref)[0]
-        share = lgain / gain if gain > 0 else float("nan")
+        packing = {k: v for k, v in levers.items() if k.startswith("retrieve.pack")}
+        shown = []
+        for knobs in (packing, levers):
+            kper, ktest, _ = run(preset.replace(params={**preset.param_dict, **knobs}), "test")
+            kgain = paired(kper, ref)[0]
+            shown.append((ktest, kgain, kgain / gain if gain > 0 else float("nan")))
         gains.append(gain)
         above += lo > 0
         rows.append(scores)
         print(f"| {seed} | `{arch.key()}` | {run(arch, 'validation')[1]:.4f} | {test:.4f} | {gain:+.4f} "
-              f"[{lo:+.4f}, {hi:+.4f}] | {ltest:.4f}, {lgain:+.4f} | {share:.0%} | {scores.get('hit@1', 0):.3f} | "
-              f"{scores.get('ndcg@5', 0):.3f} |", flush=True)
+              f"[{lo:+.4f}, {hi:+.4f}] | {shown[0][0]:.4f}, {shown[0][1]:+.4f} | {shown[1][0]:.4f}, {shown[1][1]:+.4f} | "
+              f"{shown[0][2]:.0%} / {shown[1][2]:.0%} | {scores.get('hit@1', 0):.3f} | {scores.get('ndcg@5', 0):.3f} |",
+              flush=True)
     n = len(gains)
     met = statistics.median(gains) >= GOAL and above == n
     print(f"\nmedian gain {statistics.median(gains):+.4f}; >= {GOAL} in {sum(g >= GOAL for g in gains)}/{n} seeds, "
