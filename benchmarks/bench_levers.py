@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_full_space import paired  # noqa: E402  (a sibling script)
 
 DEFAULT_VARIANTS = ["items:", "sentences:pack=1", "time:time_weight=1", "entity:entity_weight=1",
                     "recency:recency_weight=0.5", "window:pack=2", "sentences+time:pack=1,time_weight=1",
@@ -35,14 +36,6 @@ def parse_variant(text: str) -> tuple[str, dict[str, float | int]]:
         k, _, v = kv.partition("=")
         config[k.strip()] = float(v) if "." in v else int(v)
     return name, config
-
-
-def paired(a: list[float], b: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of a - b (same questions, same order) and its 95% bootstrap interval."""
-    diff = [x - y for x, y in zip(a, b)]
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choice(diff) for _ in diff) / len(diff) for _ in range(n))
-    return sum(diff) / len(diff), means[int(0.025 * n)], means[int(0.975 * n)]
 
 
 def main() -> int:
@@ -95,12 +88,12 @@ def main() -> int:
     wall = time.perf_counter() - started
     print(f"{arch.key()} on LoCoMo {args.split} ({int(results[0].scores['questions'])} questions), B = "
           f"{args.context_budget}, top_k {program.top_k}; one write pass, {len(readers)} readers, {wall:.0f} s")
-    ref = [o.score for o in results[0].outcomes]
+    ref = {o.query_id: o.score for o in results[0].outcomes}
     print("| setting | answer_span | - first [95% CI] | evidence recall | hit@1 | ndcg@5 | temporal | single-hop | multi-hop |")
     print("|---|---|---|---|---|---|---|---|---|")
     dump = {}
     for (name, config), r in zip(variants, results):
-        per = [o.score for o in r.outcomes]
+        per = {o.query_id: o.score for o in r.outcomes}
         d, lo, hi = paired(per, ref)
         s, c = r.scores, r.per_category
         print(f"| {name} `{','.join(f'{k}={v}' for k, v in config.items()) or 'defaults'}` | {r.objective:.4f} | "
