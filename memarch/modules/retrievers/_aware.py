@@ -20,6 +20,7 @@ import datetime as dt
 import re
 from typing import Any, Callable
 
+from memarch.modules.retrievers._eligibility import eligible
 from memarch.modules.stores._versioned import VersionedCache
 from memarch.pipeline.dates import find_time_expressions, parse_session_date
 from memarch.pipeline.episodes import Query
@@ -150,13 +151,8 @@ def aware_settings(config: dict[str, Any]) -> dict[str, float]:
     return {k.name: k.coerce(config.get(k.name, k.default)) for k in AWARENESS}
 
 
-def is_aware(config: dict[str, Any]) -> bool:
-    s = aware_settings(config)
-    return bool(s["time_weight"] or s["recency_weight"] or s["entity_weight"])
-
-
 def fuse_aware(query: Query, ranked: list[ScoredItem], store: Any, *, config: dict[str, Any], embedder: Any,
-               readable: Callable[[MemoryItem], bool], trace: dict[str, Any]) -> list[ScoredItem]:
+               trace: dict[str, Any]) -> list[ScoredItem]:
     """``ranked`` fused with the time, recency and entity sides the config turns on (unchanged when
     every weight is 0). Adds ``time_rank`` / ``recency_rank`` / ``entity_rank`` and ``fused`` to the
     item traces and what was parsed (``time_period``, ``when_question``, ``entities``) to ``trace``."""
@@ -172,7 +168,7 @@ def fuse_aware(query: Query, ranked: list[ScoredItem], store: Any, *, config: di
         nonlocal vector
         if vector is None:
             vector = embedder.embed_one(query.text)
-        hits = store.search(vector, pool, query.namespace, exclude=lambda it: not (readable(it) and keep(it)))
+        hits = store.search(vector, pool, query.namespace, exclude=lambda it: not (eligible(it, query) and keep(it)))
         return [it for it, _ in hits]
 
     if s["time_weight"]:

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from memarch.modules.retrievers._eligibility import eligible as is_eligible
 from memarch.modules.stores._versioned import VersionedCache
 from memarch.modules.stores.lexical import tokenize
 from memarch.pipeline.episodes import Query
@@ -153,12 +154,6 @@ def _lead(text: str) -> str:
 
 # -- window: each kept turn with its neighbouring turns -------------------------------------------
 
-def readable(item: MemoryItem, query: Query) -> bool:
-    """The retrievers' eligibility (``retrievers.base.eligible``, which imports this module)."""
-    return item.active and item.namespace == query.namespace and (
-        query.episode_id is None or item.episode_id != query.episode_id)
-
-
 def is_turn(item: MemoryItem) -> bool:
     return item.fields.get("unit") == "turn"
 
@@ -212,7 +207,7 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_to
     turns before and after it on its line, in dialogue order.
 
     A neighbour is an active turn of the hit's episode in the store, readable by ``query``
-    (``eligible``, default `readable`), not already on the context and not one of the ``top_k``
+    (``eligible``, default the retrievers' `eligible`), not already on the context and not one of the ``top_k``
     hits (shown on its own line). A window that does not fit shrinks: the farthest turns go first
     and, of two at one distance, the one before; a hit that does not fit alone is cut as `pack`
     cuts its last item. Without ``store``, the items as `pack` keeps them.
@@ -222,7 +217,7 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_to
         r = pack_window(Query("Where did Ann go?"), ranked, top_k=4, budget_tokens=200, store=store)
         r.items[0].trace["window"]          # ids of the turns added around the first item
     """
-    ok = eligible or (lambda it: readable(it, query))
+    ok = eligible or (lambda it: is_eligible(it, query))
     index = turn_index(store, query.namespace) if store is not None else None
     hits = {_turn_key(s.item) for s in ranked[:top_k]}
     shown: set[Any] = set()

@@ -14,13 +14,9 @@ from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.resources import Resources
 from memarch.modules.retrievers._aware import fuse_aware
+from memarch.modules.retrievers._eligibility import eligible
 from memarch.modules.retrievers._packing import pack_context, pool_size
 from memarch.pipeline.retrieval import Retrieval, ScoredItem
-
-
-def eligible(item: MemoryItem, query: Query) -> bool:
-    return item.active and item.namespace == query.namespace and (
-        query.episode_id is None or item.episode_id != query.episode_id)
 
 
 class Retriever(dspy.Module):
@@ -49,8 +45,7 @@ class Retriever(dspy.Module):
             query = Query(text=query)
         ranked = [s for s in self.rank(query, store, pool_size(self.config, top_k)) if eligible(s.item, query)]
         trace: dict[str, Any] = {"retriever": self.name}
-        ranked = fuse_aware(query, ranked, store, config=self.config, embedder=self.resources.embedder,
-                            readable=lambda it: eligible(it, query), trace=trace)
+        ranked = fuse_aware(query, ranked, store, config=self.config, embedder=self.resources.embedder, trace=trace)
         return pack_context(query, ranked, top_k=top_k, budget_tokens=budget_tokens, config=self.config,
                             embedder=self.resources.embedder, trace=trace, store=store)
 

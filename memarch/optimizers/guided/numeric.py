@@ -73,13 +73,8 @@ def top_k_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
         return None
     hits = [o for o in failures if o.evidence["read_items"] >= top_k and o.evidence["gold_rank"] is not None
             and top_k < o.evidence["gold_rank"] <= after]
-    share = len(hits) / len(failures)
-    if len(hits) < MIN_QUERIES or share < MIN_SHARE:
-        return None
-    text = (f"retrieve.top_k {top_k} -> {after}: {share:.0%} of the retrieve failures ({len(hits)} of "
-            f"{len(failures)}) had the gold item at rank {top_k + 1}-{after}")
-    return NumericMove("retrieve.top_k", top_k, after, round(share, 4), len(hits), len(failures), text,
-                       [o.query_id for o in hits[:5]])
+    return _backed("retrieve.top_k", top_k, after, hits, failures, f"retrieve.top_k {top_k} -> {after}",
+                   f"had the gold item at rank {top_k + 1}-{after}")
 
 
 def pack_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
