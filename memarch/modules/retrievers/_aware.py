@@ -188,8 +188,8 @@ def fuse_aware(query: Query, ranked: list[ScoredItem], store: Any, *, config: di
             trace["entities"] = names
             sides.append(("entity", s["entity_weight"], pulled(lambda it: it.id in ids)))
     if s["recency_weight"]:
-        dated = [sc.item for sc in ranked if item_date(sc.item) is not None]
-        newest = sorted(dated, key=lambda it: item_date(it), reverse=True)
+        dated = [(d, sc.item) for sc in ranked if (d := item_date(sc.item)) is not None]
+        newest = [it for _, it in sorted(dated, key=lambda pair: pair[0], reverse=True)]
         sides.append(("recency", s["recency_weight"], newest))
 
     fused: dict[str, ScoredItem] = {}
