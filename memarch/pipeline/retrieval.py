@@ -22,9 +22,34 @@ def truncate_tokens(text: str, budget: int) -> str:
     return text if len(words) <= budget else " ".join(words[:budget])
 
 
-def format_item(item: MemoryItem) -> str:
+LEAD = re.compile(r"^[^:\n]{1,60}:\s")  # "John (16 July 2023): " / "2 August 2023 (...) - John: "
+_YEAR = re.compile(r"\b(?:1[6-9]|2[0-9])[0-9]{2}\b")
+
+
+def dates_itself(item: MemoryItem) -> bool:
+    """Whether the item's text opens with a lead (``John (16 July 2023): ``) that carries a year
+    and lies within its first sentence, so a line that shows any of the item shows its date."""
+    m = LEAD.match(item.text)
+    if not m or not _YEAR.search(m.group(0)):
+        return False
+    first = re.split(r"(?<=[.!?])\s+", item.text.strip(), maxsplit=1)[0]
+    return len(first) >= len(m.group(0).rstrip())
+
+
+def item_header(item: MemoryItem, compact: bool = False) -> str:
+    """A context line's header: ``[kind date]``; ``compact``: nothing when the item's text dates
+    itself (`dates_itself`), else ``[date]`` (nothing for an undated item)."""
     when = f" {item.event_time}" if item.event_time else ""
-    return f"[{item.kind}{when}] {item.text}"
+    if not compact:
+        return f"[{item.kind}{when}]"
+    if dates_itself(item):
+        return ""
+    return f"[{item.event_time}]" if item.event_time else ""
+
+
+def format_item(item: MemoryItem, compact: bool = False) -> str:
+    head = item_header(item, compact)
+    return f"{head} {item.text}" if head else item.text
 
 
 @dataclass
@@ -56,11 +81,12 @@ class Retrieval:
 
 
 def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: int | None,
-         trace: dict[str, Any] | None = None) -> Retrieval:
+         trace: dict[str, Any] | None = None, compact: bool = False) -> Retrieval:
     """Keep the best items while they fit ``top_k`` and the token budget.
 
     An item that does not fit whole is cut to the remaining budget if at least 8 words remain, and
-    marked ``truncated`` in its trace; items after the budget is spent are dropped.
+    marked ``truncated`` in its trace; items after the budget is spent are dropped. ``compact``:
+    the lines' headers as `item_header` makes them compact.
     """
     kept: list[ScoredItem] = []
     lines: list[str] = []
@@ -68,7 +94,7 @@ def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: i
     for s in ranked:
         if len(kept) >= top_k:
             break
-        line = format_item(s.item)
+        line = format_item(s.item, compact)
         n = count_tokens(line)
         if budget_tokens is not None and used + n > budget_tokens:
             left = budget_tokens - used

@@ -10,7 +10,11 @@ sentence is not kept, its speaker/date lead (``John (16 July 2023):``), items in
 ``pack_window`` neighbouring turns before and after (same episode, found through the store) on its
 line in dialogue order, no turn twice; a window that does not fit shrinks, nearest turns kept.
 ``pack_order`` orders any packer's lines: 0 by rank, 1 by time (``event_time``, then rank); the
-items stay in rank order, each naming its line (``trace["line"]``).
+items stay in rank order, each naming its line (``trace["line"]``). ``pack_compact`` 1 packs tighter:
+any packer's line headers are shortened (none where the item's text opens with a dated lead, a
+turn's ``John (16 July 2023):``; else the date alone, ``[2023-07-16]`` for ``[fact 2023-07-16]``), so
+no line loses its date; ``sentences`` also skips a sentence already kept under the same date (an
+event restating its turn) and puts items with the same dated lead on one line, the lead once.
 
 Packing is a set of knobs of every retriever, not a fifth role: it changes no memory, only how the
 retriever's output is cut, and a role would multiply the categorical space (and every landscape
@@ -31,7 +35,8 @@ from memarch.modules.stores.lexical import tokenize
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.knobs import Knob
-from memarch.pipeline.retrieval import Retrieval, ScoredItem, count_tokens, format_item, pack, truncate_tokens
+from memarch.pipeline.retrieval import (LEAD, Retrieval, ScoredItem, count_tokens, dates_itself, format_item, item_header,
+                                        pack, truncate_tokens)
 
 PACKERS = ("items", "sentences", "window")
 ORDERS = ("rank", "time")
@@ -49,11 +54,13 @@ PACKING = (
          description="pack sentences: weight of the idf-weighted query-term overlap", group="pack"),
     Knob("pack_window", "int", 1, 3, default=1,
          description="pack window: neighbouring turns of each kept turn added before and after it", group="pack"),
+    Knob("pack_compact", "int", 0, 1, default=0,
+         description="pack: compact lines (1: a header only where the text does not date itself; "
+                     "sentences: no sentence twice under one date, one line per dated lead)", group="pack"),
     Knob("pack_order", "int", 0, 1, default=0,
          description="pack: order of the context's lines (0 rank, 1 time: by date, then rank)", group="pack"),
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_LEAD = re.compile(r"^[^:\n]{1,60}:\s")  # "John (16 July 2023): " / "2 August 2023 (...) - John: "
 _NUMBER = re.compile(r"\d+")
 _MIN_CUT = 8  # words: an item that does not fit whole is cut only if this many remain (as `pack`)
 
@@ -72,31 +79,36 @@ def pack_context(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_t
     """The context of ``ranked`` under the configured packer (``store``: where a packer may look
     up more of the memory, e.g. an item's neighbouring turns)."""
     name, order = packer_name(config), int(config.get("pack_order", 0) or 0)
+    compact = bool(int(config.get("pack_compact", 0) or 0))
     if name == "items":
-        packed = pack(query, ranked, top_k=top_k, budget_tokens=budget_tokens, trace=trace)
-        return _reorder(packed, _item_lines(packed), order) if order else packed
+        packed = pack(query, ranked, top_k=top_k, budget_tokens=budget_tokens, trace=trace, compact=compact)
+        return _reorder(packed, _item_lines(packed, compact), order) if order else packed
     if name == "window":
         return pack_window(query, ranked, top_k=top_k, budget_tokens=budget_tokens, store=store,
-                           window=int(config.get("pack_window", 1)), order=order, trace=trace)
+                           window=int(config.get("pack_window", 1)), order=order, compact=compact, trace=trace)
     return pack_sentences(query, ranked[:pool_size(config, top_k)], budget_tokens=budget_tokens, embedder=embedder,
                           rank_weight=float(config.get("pack_rank_weight", 3.0)),
                           dense_weight=float(config.get("pack_dense_weight", 3.0)),
-                          lexical_weight=float(config.get("pack_lexical_weight", 0.5)), order=order, trace=trace)
+                          lexical_weight=float(config.get("pack_lexical_weight", 0.5)), order=order,
+                          compact=compact, trace=trace)
 
 
 def split_sentences(text: str) -> list[str]:
     return [s for s in (p.strip() for p in _SENTENCE.split(text)) if s]
 
 
-def header(item: Any) -> str:
-    when = f" {item.event_time}" if item.event_time else ""
-    return f"[{item.kind}{when}]"
+def header(item: Any, compact: bool = False) -> str:
+    return item_header(item, compact)
 
 
 def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int | None, embedder: Any = None,
                    rank_weight: float = 3.0, dense_weight: float = 3.0, lexical_weight: float = 0.5,
-                   order: int = 0, trace: dict[str, Any] | None = None) -> Retrieval:
+                   order: int = 0, compact: bool = False, trace: dict[str, Any] | None = None) -> Retrieval:
     """Keep the best sentences of ``ranked`` within ``budget_tokens`` words, headers included.
+
+    ``compact``: headers as `item_header` shortens them; a sentence already kept under the same
+    date (an event restating its turn) is skipped; items whose text opens with the same dated lead
+    (``Ann (2 May 2023):``) share one line and the lead is shown once.
 
     Example::
 
@@ -119,36 +131,79 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int
     for i, ((r, _, _), ws) in enumerate(zip(cands, terms)):
         lexical = sum(math.log(1 + n / df[w]) for w in ws & q_terms) / (1 + math.log(1 + len(ws)))
         scores.append(lexical_weight * lexical + rank_weight / (1 + r) + dense_weight * float(dense[i]))
+    leads = [_lead(scored.item.text) for scored in ranked]
+    # compact: the dated lead an item shares with others on one line (None: the item has its own line)
+    shared = [leads[r].strip() if compact and dates_itself(scored.item) else None for r, scored in enumerate(ranked)]
     chosen: dict[int, list[int]] = {}
-    used = 0
+    shown: set[tuple[str, Any]] = set()
+    paid: set[str] = set()  # compact: shared leads already on the context
+    used = skipped = 0
     for i in sorted(range(len(cands)), key=lambda i: (-scores[i], i)):
         r, j, sentence = cands[i]
-        item = ranked[r].item
-        cost = count_tokens(sentence)
-        if r not in chosen:  # the first sentence of an item brings its header (and lead, if not itself)
-            cost += count_tokens(header(item)) + (count_tokens(_lead(item.text)) if j > 0 else 0)
-        elif 0 not in chosen[r] and j == 0:
-            cost -= count_tokens(_lead(item.text))  # the lead is now part of the kept first sentence
+        item, lead = ranked[r].item, leads[r]
+        if compact:  # a sentence already shown under the same date says nothing new
+            said = (_body(_strip_lead(sentence, lead) if j == 0 else sentence), item.event_time)
+            if said in shown:
+                skipped += 1
+                continue
+        if shared[r] is not None:  # its words without the lead; the lead once per line
+            cost = count_tokens(sentence) - (count_tokens(lead) if j == 0 else 0)
+            cost += count_tokens(lead) if shared[r] not in paid else 0
+        else:
+            cost = count_tokens(sentence)
+            if r not in chosen:  # the first sentence of an item brings its header (and lead, if not itself)
+                cost += count_tokens(header(item, compact)) + (count_tokens(lead) if j > 0 else 0)
+            elif 0 not in chosen[r] and j == 0:
+                cost -= count_tokens(lead)  # the lead is now part of the kept first sentence
         if budget_tokens is not None and used + cost > budget_tokens:
             continue
         chosen.setdefault(r, []).append(j)
         used += cost
-    items, lines = [], []
+        if compact:
+            shown.add(said)
+        if shared[r] is not None:
+            paid.add(shared[r])
+    items, lines, line_of = [], [], []
+    at_line: dict[str, int] = {}
     for r in sorted(chosen):
         scored, kept, sentences = ranked[r], sorted(chosen[r]), split[r]
-        lead = _lead(scored.item.text) if kept[0] > 0 else ""
-        lines.append(" ".join([header(scored.item), *([lead.strip()] if lead else []), *(sentences[j] for j in kept)]))
+        if shared[r] is not None:
+            bodies = [_strip_lead(sentences[j], leads[r]) if j == 0 else sentences[j] for j in kept]
+            if shared[r] in at_line:
+                line_of.append(at_line[shared[r]])
+                lines[line_of[-1]] = " ".join([lines[line_of[-1]], *bodies])
+            else:
+                at_line[shared[r]] = len(lines)
+                line_of.append(len(lines))
+                lines.append(" ".join([shared[r], *bodies]))
+        else:
+            lead = leads[r] if kept[0] > 0 else ""
+            head = header(scored.item, compact)
+            line_of.append(len(lines))
+            lines.append(" ".join([*([head] if head else []), *([lead.strip()] if lead else []),
+                                   *(sentences[j] for j in kept)]))
         partial = len(kept) < len(sentences)
         items.append(ScoredItem(scored.item, scored.score,
-                                {**scored.trace, "sentences": kept, **({"truncated": True} if partial else {})}))
+                                {**scored.trace, "sentences": kept, **({"truncated": True} if partial else {}),
+                                 **({"line": line_of[-1]} if compact else {})}))
     t = dict(trace or {})
     t.update({"packer": "sentences", "budget_tokens": budget_tokens, "tokens_used": used, "candidates": len(ranked),
-              "sentences_scored": len(cands)})
-    return _reorder(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order)
+              "sentences_scored": len(cands),
+              **({"repeats_skipped": skipped, "lines": len(lines)} if compact else {})})
+    return _reorder(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order, line_of)
+
+
+def _strip_lead(sentence: str, lead: str) -> str:
+    """A first sentence without the item's lead (``Ann (2 May 2023): ``)."""
+    return sentence[len(lead):].strip() if lead and sentence.startswith(lead.strip()) else sentence
+
+
+def _body(sentence: str) -> str:
+    return " ".join(tokenize(sentence))
 
 
 def _lead(text: str) -> str:
-    m = _LEAD.match(text)
+    m = LEAD.match(text)
     return m.group(0) if m else ""
 
 
@@ -201,7 +256,7 @@ def turn_index(store: Any, namespace: str) -> TurnIndex:
 
 def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: int | None,
                 store: Any = None, window: int = 1, order: int = 0,
-                eligible: Callable[[MemoryItem], bool] | None = None,
+                eligible: Callable[[MemoryItem], bool] | None = None, compact: bool = False,
                 trace: dict[str, Any] | None = None) -> Retrieval:
     """The best items as `pack` keeps them, each turn item with up to ``window`` neighbouring
     turns before and after it on its line, in dialogue order.
@@ -232,14 +287,16 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_to
             if ok(it) and _turn_key(it) not in shown and _turn_key(it) not in hits]
         for n in range(len(cands), -1, -1):
             members = sorted([(0, s.item), *cands[:n]], key=lambda m: m[0])
-            line = format_item(s.item) if n == 0 else " ".join([header(s.item), *(it.text for _, it in members)])
+            head = header(s.item, compact)
+            line = (format_item(s.item, compact) if n == 0
+                    else " ".join([*([head] if head else []), *(it.text for _, it in members)]))
             cost = count_tokens(line)
             if budget_tokens is None or used + cost <= budget_tokens:
                 break
         else:  # not even the hit alone fits: cut it, as `pack` does
             left = budget_tokens - used
             if left >= _MIN_CUT:
-                line = truncate_tokens(format_item(s.item), left)
+                line = truncate_tokens(format_item(s.item, compact), left)
                 kept.append(ScoredItem(s.item, s.score, {**s.trace, "window": [], "truncated": True}))
                 lines.append(line)
                 used += count_tokens(line)
@@ -258,12 +315,12 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_to
 
 # -- order of the lines ---------------------------------------------------------------------------
 
-def _item_lines(packed: Retrieval) -> list[str]:
+def _item_lines(packed: Retrieval, compact: bool = False) -> list[str]:
     """The lines of a `pack` context, one per item (an item's text may hold newlines): every
     line but the last is its item whole, the last may be cut."""
     lines, rest = [], packed.context
     for s in packed.items[:-1]:
-        line = format_item(s.item)
+        line = format_item(s.item, compact)
         assert rest.startswith(line + "\n"), "pack's lines are its items whole but the last"
         lines.append(line)
         rest = rest[len(line) + 1:]
@@ -280,14 +337,19 @@ def _time_key(when: str | None) -> tuple:
         return (0, 1, 0.0, str(when))
 
 
-def _reorder(packed: Retrieval, lines: list[str], order: int) -> Retrieval:
-    """``order`` 1: the lines by their item's ``event_time``, then rank; 0: as they are. The items
+def _reorder(packed: Retrieval, lines: list[str], order: int, line_of: list[int] | None = None) -> Retrieval:
+    """``order`` 1: the lines by their items' ``event_time``, then rank; 0: as they are. The items
     stay in rank order (a `Retrieval`'s contract, which the rank metrics read); each item's trace
-    says which line of the context is its own (``line``)."""
+    says which line of the context is its own (``line``). ``line_of``: each item's line where
+    items share lines (default: item i is line i)."""
     if not order:
         return packed
-    idx = sorted(range(len(packed.items)), key=lambda i: (_time_key(packed.items[i].item.event_time), i))
-    at = {i: line for line, i in enumerate(idx)}
-    items = [ScoredItem(s.item, s.score, {**s.trace, "line": at[i]}) for i, s in enumerate(packed.items)]
+    line_of = list(range(len(packed.items))) if line_of is None else line_of
+    first: dict[int, tuple] = {}  # a line's place: its earliest-ranked item's time, then that rank
+    for i, s in enumerate(packed.items):
+        first.setdefault(line_of[i], (_time_key(s.item.event_time), i))
+    idx = sorted(first, key=first.__getitem__)
+    at = {line: pos for pos, line in enumerate(idx)}
+    items = [ScoredItem(s.item, s.score, {**s.trace, "line": at[line_of[i]]}) for i, s in enumerate(packed.items)]
     return Retrieval(query=packed.query, items=items,
                      context="\n".join(lines[i] for i in idx), trace={**packed.trace, "order": ORDERS[order]})

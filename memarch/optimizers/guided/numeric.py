@@ -78,17 +78,23 @@ def top_k_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
 
 
 def pack_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
-    """``retrieve.pack 0 -> 1`` (whole items -> best sentences) when at least `MIN_SHARE` of the
-    retrieve failures had their gold ranked within ``top_k`` but below the items that filled the
-    context: ranked, then cut by the word budget (issue 23: on LoCoMo most lost evidence is).
+    """``retrieve.pack 0 -> 1`` (whole items -> best sentences), or once it packs sentences
+    ``retrieve.pack_compact 0 -> 1`` (shorter headers, no repeats, one lead per line), when at least
+    `MIN_SHARE` of the retrieve failures had their gold ranked within ``top_k`` but below the items
+    that filled the context: ranked, then cut by the word budget (issue 23: on LoCoMo most lost
+    evidence is).
 
     Reads the same ``gold_rank`` / ``read_items`` / ``top_k`` evidence as `top_k_move`; None when
-    the retriever already packs sentences or the evidence is missing.
+    the retriever already packs compact sentences, or another packer, or the evidence is missing.
     """
     arch = result.architecture
-    if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.pack", 0) != 0:
+    if arch is None or space.mode != "full":
         return None
-    if _knob(space, arch, "retrieve.pack") is None:
+    packer = arch.param_dict.get("retrieve.pack", 0)
+    key, move = (("retrieve.pack", "retrieve.pack items -> sentences") if packer == 0 else
+                 ("retrieve.pack_compact", "retrieve.pack_compact 0 -> 1 (compact lines)"))
+    if (packer not in (0, 1) or arch.param_dict.get("retrieve.pack_compact", 0)
+            or _knob(space, arch, key) is None):
         return None
     failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"
                 and "gold_rank" in o.evidence]
@@ -96,7 +102,7 @@ def pack_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
         return None
     hits = [o for o in failures if o.evidence["gold_rank"] is not None
             and o.evidence["read_items"] < o.evidence["gold_rank"] <= o.evidence["top_k"]]
-    return _backed("retrieve.pack", 0, 1, hits, failures, "retrieve.pack items -> sentences",
+    return _backed(key, 0, 1, hits, failures, move,
                    "had the gold item ranked within top_k but cut by the context budget")
 
 
@@ -204,9 +210,9 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
 def _idle_packing_knob(key: str, arch: Any, space: "ParamSpace") -> bool:
     """A packer's knob while the retriever uses another packer (`pack_window` unless ``pack`` is 2,
     the sentence packer's pool and weights unless it is 1): a step there changes nothing
-    (`memarch/modules/retrievers/_packing.py`), so it is never proposed. ``pack_order`` applies
-    to every packer, so it is never idle."""
-    if not key.startswith("retrieve.pack_") or key == "retrieve.pack_order":
+    (`memarch/modules/retrievers/_packing.py`), so it is never proposed. ``pack_order``
+    and ``pack_compact`` apply to every packer, so they are never idle."""
+    if not key.startswith("retrieve.pack_") or key in ("retrieve.pack_order", "retrieve.pack_compact"):
         return False
     packer = int(arch.param_dict.get("retrieve.pack", 0) or 0)
     return packer != (2 if key == "retrieve.pack_window" else 1)

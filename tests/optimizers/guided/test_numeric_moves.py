@@ -48,7 +48,8 @@ def test_numeric_move_gradient_from_a_crafted_trace(full):
     assert step.role == "explore" and step.edit == "retrieve.pack: 0 -> 1"
     leader = _trace([None])
     leader.architecture = leader.architecture.replace(params={"retrieve.top_k": 4, "retrieve.pack": 1,
-                                                              "retrieve.pack_order": 1, "retrieve.time_weight": 1.0,
+                                                              "retrieve.pack_order": 1, "retrieve.pack_compact": 1,
+                                                              "retrieve.time_weight": 1.0,
                                                               "retrieve.recency_weight": 0.5,
                                                               "retrieve.entity_weight": 0.5})
     blocked = {proposal.architecture.key()}
@@ -96,9 +97,15 @@ def test_pack_move_when_the_gold_was_ranked_but_cut_by_the_budget(full):
     _, [proposal] = numeric_proposals(full, result, set())
     assert proposal.architecture.param_dict == {"retrieve.pack": 1}  # top_k 20 is the default
     assert proposal.role == "exploit" and proposal.edit == "retrieve.pack: 0 -> 1"
-    # already packing sentences, or the gold deeper than top_k / not found: no move
+    # already packing sentences: the same evidence switches compact lines on; then no move
     packed = _trace([9, 12, 20, 15], read_items=8, top_k=20)
     packed.architecture = packed.architecture.replace(params={"retrieve.top_k": 20, "retrieve.pack": 1})
+    compact = pack_move(packed, full)
+    assert compact is not None and (compact.key, compact.before, compact.after) == ("retrieve.pack_compact", 0, 1)
+    assert compact.text.startswith("retrieve.pack_compact 0 -> 1 (compact lines): 100% of the retrieve failures")
+    packed.architecture = packed.architecture.replace(params={"retrieve.pack": 1, "retrieve.pack_compact": 1})
+    assert pack_move(packed, full) is None
+    packed.architecture = packed.architecture.replace(params={"retrieve.pack": 2})  # the window packer
     assert pack_move(packed, full) is None
     assert pack_move(_trace([25, 30, None, None], read_items=8, top_k=20), full) is None
 
