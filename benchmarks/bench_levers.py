@@ -1,4 +1,4 @@
-"""The levers of issue 23, side by side: one architecture's write pass on a LoCoMo split, read by
+"""The levers of issue 23, side by side: one architecture's write pass on a LoCoMo (or bAbI) split, read by
 several retriever settings (packing, time-aware, entity-keyed, query expansion), each scored the
 way `evaluate` scores it, with the paired difference to the first setting and its 95% bootstrap
 interval over the questions. Reads never change memory, so every setting reads the same memory.
@@ -40,7 +40,8 @@ def parse_variant(text: str) -> tuple[str, dict[str, float | int]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="../shared/data", help="shared data directory (locomo/ inside)")
+    ap.add_argument("--data", default="../shared/data", help="shared data directory (locomo/, babi/ inside)")
+    ap.add_argument("--benchmark", default="locomo", choices=("locomo", "babi"))
     ap.add_argument("--preset", default="memp", help="a preset name, or an architecture key enc+enc|store|retriever|manager")
     ap.add_argument("--params", default="", help="knobs of the architecture itself, k=v,k=v (e.g. encode:turn.window=3)")
     ap.add_argument("--split", default="validation", choices=("search", "validation", "test"))
@@ -49,13 +50,13 @@ def main() -> int:
     ap.add_argument("--context-budget", type=int, default=200)
     ap.add_argument("--json", default=None, help="also write per-question scores here")
     args = ap.parse_args()
-    locomo = Path(args.data) / "locomo" / "locomo10.json"
-    if not locomo.exists():
-        print(f"no LoCoMo at {locomo}; skipped")
+    path = Path(args.data) / ("locomo/locomo10.json" if args.benchmark == "locomo" else "babi")
+    if not path.exists():
+        print(f"no {args.benchmark} data at {path}; skipped")
         return 0
 
     from memarch.benchmarks.evaluation.evaluate import _run_stream, default_top_k
-    from memarch.benchmarks.locomo import LoCoMo
+    from memarch.benchmarks import get_benchmark
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.presets import get_preset
     from memarch.pipeline.program import MemoryProgram
@@ -71,7 +72,7 @@ def main() -> int:
     arch = arch.replace(params={**arch.param_dict, **parse_variant(f"x:{args.params}")[1]})
     arch = space.validate(arch)
     variants = [parse_variant(v) for v in (args.variant or DEFAULT_VARIANTS)]
-    bench = LoCoMo(locomo, split_by="dialogue").split(args.split)
+    bench = get_benchmark(args.benchmark, path, split_by="dialogue").split(args.split)
     resources = Resources()
     top_k = default_top_k(args.context_budget)
     program = MemoryProgram(arch, resources=resources, top_k=top_k, budget_tokens=args.context_budget)
@@ -86,11 +87,13 @@ def main() -> int:
     started = time.perf_counter()
     results = _run_stream(program, bench, top_k, args.context_budget, None, None, "answer_span", 0.5, readers=readers)
     wall = time.perf_counter() - started
-    print(f"{arch.key()} on LoCoMo {args.split} ({int(results[0].scores['questions'])} questions), B = "
+    print(f"{arch.key()} on {args.benchmark} {args.split} ({int(results[0].scores['questions'])} questions), B = "
           f"{args.context_budget}, top_k {program.top_k}; one write pass, {len(readers)} readers, {wall:.0f} s")
     ref = {o.query_id: o.score for o in results[0].outcomes}
-    print("| setting | answer_span | - first [95% CI] | evidence recall | hit@1 | ndcg@5 | temporal | single-hop | multi-hop |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    cats = ("temporal", "single-hop", "multi-hop") if args.benchmark == "locomo" else ()
+    print("| setting | answer_span | - first [95% CI] | evidence recall | hit@1 | ndcg@5 |"
+          + "".join(f" {c} |" for c in cats))
+    print("|---" * (6 + len(cats)) + "|")
     dump = {}
     for (name, config), r in zip(variants, results):
         per = {o.query_id: o.score for o in r.outcomes}
@@ -98,8 +101,7 @@ def main() -> int:
         s, c = r.scores, r.per_category
         print(f"| {name} `{','.join(f'{k}={v}' for k, v in config.items()) or 'defaults'}` | {r.objective:.4f} | "
               f"{d:+.4f} [{lo:+.4f}, {hi:+.4f}] | {s.get('evidence_recall', 0):.4f} | {s.get('hit@1', 0):.4f} | "
-              f"{s.get('ndcg@5', 0):.4f} | {c.get('temporal', 0):.3f} | {c.get('single-hop', 0):.3f} | "
-              f"{c.get('multi-hop', 0):.3f} |", flush=True)
+              f"{s.get('ndcg@5', 0):.4f} |" + "".join(f" {c.get(k, 0):.3f} |" for k in cats), flush=True)
         dump[name] = {"config": config, "scores": {o.query_id: o.score for o in r.outcomes}}
     if args.json:
         Path(args.json).write_text(json.dumps({"architecture": arch.key(), "split": args.split, "variants": dump}))
