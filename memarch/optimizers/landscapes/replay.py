@@ -13,6 +13,7 @@ import optuna
 
 from memarch.optimizers.compile import choose_on_validation
 from memarch.optimizers.landscapes.report import ReplayReport, ReplayRun
+from memarch.optimizers.landscapes.snap import Snap, random_order
 from memarch.pipeline.presets import warm_start_architectures
 from memarch.optimizers.search.runner import Search, StudyStopped
 from memarch.optimizers.search.param_space import ParamSpace
@@ -94,6 +95,12 @@ class Replay:
         self.k, self.finalists, self.top_share = int(k), int(finalists), float(top_share)
         self.space = LandscapeSubspace(landscape)
         self.table = LandscapeTable(landscape, self.objective, top_share)
+        # A sampled landscape: strategies draw among its architectures (snap.py), runs stop at its size.
+        self.size = len(self.table.rows)
+        self.sampled = self.size < sum(1 for _ in ArchitectureSpace.enumerate(self.space))
+        if self.horizon > self.size:
+            self.horizon = self.size
+            self.budget = min(self.budget, self.size)
 
     def run(self, spec: str, seed: int) -> ReplayRun:
         name, warm = parse_strategy(spec)
@@ -101,11 +108,19 @@ class Replay:
         ss = ParamSpace(self.space)
         sampler = make_sampler(name, ss, seed=seed, k=self.k, no_memory=lambda: self.metric(None, "search"))
         study = open_study(f"{spec}-{seed}", make_storage(None), sampler, space=ss.describe())
+        warm_keys: set[str] = set()
         if warm == "presets":
             for arch in warm_start_architectures(self.space, seed, self.k)[:self.budget]:
                 study.enqueue_trial(ss.to_params(arch), user_attrs={"role": "warm_start"})
+                warm_keys.add(arch.key())
+        snap = Snap(self.landscape, ss, seed=seed) if self.sampled and name != "random" else None
+        if self.sampled and name == "random":  # random search on the table: uniform, without replacement
+            for arch in random_order(self.landscape, seed, warm_keys)[:self.horizon - len(warm_keys)]:
+                study.enqueue_trial(ss.to_params(arch), user_attrs={"role": "random_order"})
         search = Search(self.metric, ss, budget=self.horizon, data="search", max_failures=5,
-                        stuck_limit=20 * self.horizon + 100)
+                        stuck_limit=20 * self.horizon + 100, callbacks=[snap] if snap else None)
+        if snap is not None:
+            snap.search = search
         stopped = None
         try:
             history = search.run(study)
@@ -119,6 +134,8 @@ class Replay:
         prefix = History(history.records[:self.budget], cache=history.cache)
         pick, val = choose_on_validation(prefix, self.metric, "validation", self.finalists)
         counts = dict(search.stats())
+        if snap is not None:
+            counts["snapped"] = snap.snapped
         if hasattr(sampler, "stats"):
             counts.update(sampler.stats())
         return ReplayRun(strategy=spec, seed=seed, keys=keys, pick=pick.key(), pick_validation=val[pick.key()],

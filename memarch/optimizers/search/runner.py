@@ -60,12 +60,15 @@ class Search:
             (default 20 x budget + 100).
         objectives: ``("quality",)`` or quality and costs (`parse_objectives`); the study must
             have one direction per objective (`open_study` creates it so).
+        callbacks: more Optuna callbacks, called after each trial (a replay's `Snap`).
     """
 
     def __init__(self, metric: Metric, space: "ParamSpace", *, budget: int, data: Any = "search",
                  tracker: SearchTracker | None = None, on_trial: Callable[[int, Architecture, TrialResult], None] | None = None,
-                 max_failures: int = 5, stuck_limit: int | None = None, objectives: tuple[str, ...] = SINGLE):
+                 max_failures: int = 5, stuck_limit: int | None = None, objectives: tuple[str, ...] = SINGLE,
+                 callbacks: list[Callable[..., None]] | None = None):
         self.space = space
+        self.callbacks = list(callbacks or [])
         self.objectives = tuple(objectives)
         self.budget = int(budget)
         self.tracker = tracker
@@ -88,7 +91,7 @@ class Search:
                                f"has {len(self.objectives)} objective(s) ({', '.join(self.objectives)})")
         fail_stale(study)
         if distinct_taken(study) < self.budget:
-            callbacks: list[Any] = [self._heartbeat, *self.rules]
+            callbacks: list[Any] = [self._heartbeat, *self.callbacks, *self.rules]
             if self.tracker is not None:
                 callbacks.append(self.tracker.callback(self))
             study.optimize(self.objective, n_trials=None, catch=(TrialFailed,), callbacks=callbacks,
