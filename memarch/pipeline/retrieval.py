@@ -22,6 +22,7 @@ def truncate_tokens(text: str, budget: int) -> str:
     return text if len(words) <= budget else " ".join(words[:budget])
 
 
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 LEAD = re.compile(r"^[^:\n]{1,60}:\s")  # "John (16 July 2023): " / "2 August 2023 (...) - John: "
 _YEAR = re.compile(r"\b(?:1[6-9]|2[0-9])[0-9]{2}\b")
 
@@ -32,7 +33,7 @@ def dates_itself(item: MemoryItem) -> bool:
     m = LEAD.match(item.text)
     if not m or not _YEAR.search(m.group(0)):
         return False
-    first = re.split(r"(?<=[.!?])\s+", item.text.strip(), maxsplit=1)[0]
+    first = SENTENCE_BREAK.split(item.text.strip(), maxsplit=1)[0]
     return len(first) >= len(m.group(0).rstrip())
 
 

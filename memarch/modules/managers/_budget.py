@@ -11,9 +11,8 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from memarch.pipeline.items import MemoryItem
-from memarch.pipeline.retrieval import count_tokens
+from memarch.pipeline.retrieval import SENTENCE_BREAK, count_tokens
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z0-9']+")
 # Function words carry no content: a summary keeps the sentences with the most of the others.
 STOPWORDS = frozenset("""a an the and or but if then so of to in on at by for with from as is are was were be been
@@ -54,7 +53,7 @@ def content_words(text: str) -> list[str]:
 def extractive_summary(texts: list[str], max_tokens: int) -> str:
     """Sentences of ``texts`` ranked by their count of content words (ties: earlier first), the
     best kept in their original order while they fit ``max_tokens``; "" when none fits."""
-    sentences = [s.strip() for t in texts for s in _SENTENCE.split(t) if s.strip()]
+    sentences = [s.strip() for t in texts for s in SENTENCE_BREAK.split(t) if s.strip()]
     ranked = sorted(range(len(sentences)), key=lambda i: (-len(set(content_words(sentences[i]))), i))
     chosen, used = [], 0
     for i in ranked:

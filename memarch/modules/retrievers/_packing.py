@@ -35,8 +35,8 @@ from memarch.modules.stores.lexical import tokenize
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.knobs import Knob
-from memarch.pipeline.retrieval import (LEAD, Retrieval, ScoredItem, count_tokens, dates_itself, format_item, item_header,
-                                        pack, truncate_tokens)
+from memarch.pipeline.retrieval import (LEAD, SENTENCE_BREAK, Retrieval, ScoredItem, count_tokens, dates_itself,
+                                        format_item, item_header, pack, truncate_tokens)
 
 PACKERS = ("items", "sentences", "window")
 ORDERS = ("rank", "time")
@@ -60,7 +60,6 @@ PACKING = (
     Knob("pack_order", "int", 0, 1, default=0,
          description="pack: order of the context's lines (0 rank, 1 time: by date, then rank)", group="pack"),
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NUMBER = re.compile(r"\d+")
 _MIN_CUT = 8  # words: an item that does not fit whole is cut only if this many remain (as `pack`)
 
@@ -94,11 +93,7 @@ def pack_context(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_t
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s for s in (p.strip() for p in _SENTENCE.split(text)) if s]
-
-
-def header(item: Any, compact: bool = False) -> str:
-    return item_header(item, compact)
+    return [s for s in (p.strip() for p in SENTENCE_BREAK.split(text)) if s]
 
 
 def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int | None, embedder: Any = None,
@@ -152,7 +147,7 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int
         else:
             cost = count_tokens(sentence)
             if r not in chosen:  # the first sentence of an item brings its header (and lead, if not itself)
-                cost += count_tokens(header(item, compact)) + (count_tokens(lead) if j > 0 else 0)
+                cost += count_tokens(item_header(item, compact)) + (count_tokens(lead) if j > 0 else 0)
             elif 0 not in chosen[r] and j == 0:
                 cost -= count_tokens(lead)  # the lead is now part of the kept first sentence
         if budget_tokens is not None and used + cost > budget_tokens:
@@ -178,7 +173,7 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int
                 lines.append(" ".join([shared[r], *bodies]))
         else:
             lead = leads[r] if kept[0] > 0 else ""
-            head = header(scored.item, compact)
+            head = item_header(scored.item, compact)
             line_of.append(len(lines))
             lines.append(" ".join([*([head] if head else []), *([lead.strip()] if lead else []),
                                    *(sentences[j] for j in kept)]))
@@ -287,7 +282,7 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_to
             if ok(it) and _turn_key(it) not in shown and _turn_key(it) not in hits]
         for n in range(len(cands), -1, -1):
             members = sorted([(0, s.item), *cands[:n]], key=lambda m: m[0])
-            head = header(s.item, compact)
+            head = item_header(s.item, compact)
             line = (format_item(s.item, compact) if n == 0
                     else " ".join([*([head] if head else []), *(it.text for _, it in members)]))
             cost = count_tokens(line)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -97,7 +96,7 @@ class Replay:
         self.table = LandscapeTable(landscape, self.objective, top_share)
         # A sampled landscape: strategies draw among its architectures (snap.py), runs stop at its size.
         self.size = len(self.table.rows)
-        self.sampled = self.size < sum(1 for _ in ArchitectureSpace.enumerate(self.space))
+        self.sampled = self.size < self.space.count_valid()
         if self.horizon > self.size:
             self.horizon = self.size
             self.budget = min(self.budget, self.size)
@@ -187,7 +186,7 @@ class LandscapeTable:
         self.search = landscape.objective_values("search", objective)
         self.validation = landscape.objective_values("validation", objective)
         self.test = landscape.objective_values("test", objective)
-        cost_name = "memory_tokens" if f"cost_memory_tokens" in landscape.arrays else "memory_items"
+        cost_name = "memory_tokens" if "cost_memory_tokens" in landscape.arrays else "memory_items"
         self.cost = landscape.cost(cost_name) if f"cost_{cost_name}" in landscape.arrays else np.zeros(len(landscape))
         ranked = sorted(self.rows, key=lambda i: (-self.search[i], self.cost[i], landscape.keys[i]))
         n = max(1, math.ceil(top_share * len(self.rows)))

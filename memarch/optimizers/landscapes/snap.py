@@ -82,7 +82,7 @@ class Snap:
         new, self._seen_invalid = invalid[self._seen_invalid:], len(invalid)
         if not any(rule == NOT_IN_LANDSCAPE for _, _, rule in new) or trial.state != optuna.trial.TrialState.PRUNED:
             return
-        params = {k: v for k, v in trial.params.items()}
+        params = dict(trial.params)
         taken = {k for _, k in self.search.objective.evaluated} | self.queued
         arch = self.nearest(params, taken)
         if arch is None:
