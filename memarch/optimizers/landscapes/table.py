@@ -35,8 +35,12 @@ def architecture_of(key: str) -> Architecture | None:
     """The inverse of ``Architecture.key()`` (None for the no-memory row)."""
     if key == NONE:
         return None
-    encode, store, retrieve, manage = key.split("|")
-    return Architecture(tuple(encode.split("+")), store, retrieve, manage)
+    encode, store, retrieve, manage, *knobs = key.split("|")
+    params = {}
+    for pair in knobs[0].split(",") if knobs else ():  # "retrieve.pack=1,retrieve.time_weight=1.0"
+        name, _, value = pair.partition("=")
+        params[name] = float(value) if any(c in value for c in ".en") else int(value)
+    return Architecture(tuple(encode.split("+")), store, retrieve, manage, params=params)
 
 
 class _Split:

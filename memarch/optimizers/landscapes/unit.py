@@ -104,19 +104,19 @@ class _Pass:
         self.digest = None if d is None else f"{type(self.program.store).__name__}:{d}"
         self.digest_s += time.perf_counter() - t0
 
-    def reader(self, retriever: Any) -> "_Reader":
-        return _Reader(self, retriever)
+    def reader(self, retriever: Any, reader_id: str) -> "_Reader":
+        return _Reader(self, retriever, reader_id)
 
 
 class _Reader:
-    def __init__(self, p: _Pass, retriever: Any):
-        self.p, self.retriever = p, retriever
+    def __init__(self, p: _Pass, retriever: Any, reader_id: str):
+        self.p, self.retriever, self.reader_id = p, retriever, reader_id
         self.latency: list[float] = []
         self.computed = self.reused = 0
 
     def __call__(self, query: "Query", *, top_k: int | None = None, budget_tokens: int | None = None) -> Retrieval:
         p, program = self.p, self.p.program
-        key = None if p.digest is None else (p.digest, self.retriever.name, query.id)
+        key = None if p.digest is None else (p.digest, self.reader_id, query.id)
         hit = p.memo.get(key) if key is not None else None
         if hit is not None:
             self.reused += 1
@@ -180,6 +180,19 @@ def _add_reason(group: dict, reason: str) -> None:
     group["reason"] = "; ".join(dict.fromkeys(reasons + [reason]))
 
 
+def _reader_id(arch: Architecture) -> str:
+    """What a read depends on besides memory: the retriever and its knob values."""
+    return "|".join([arch.retrieve, *(f"{k}={v!r}" for k, v in arch.params)])
+
+
+def _retriever(arch: Architecture, space: "ArchitectureSpace", resources: "Resources") -> Any:
+    """``arch``'s retriever configured with its knobs (as `MemoryProgram` would build it)."""
+    from memarch.pipeline.program import with_params
+
+    config = with_params({}, arch, space).get("retriever", {})
+    return REGISTRY.get("retriever", arch.retrieve).cls(resources, **config)
+
+
 def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", resources: "Resources", *,
                   budget_tokens: int, top_k: int, query_ids: list[str], objectives: list[str]) -> UnitRows:
     """Evaluate every architecture of ``unit`` on all questions of ``bench`` (one stream)."""
@@ -193,9 +206,9 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
         rows.groups.append({"id": 0, "members": ["none"], "reason": SINGLE})
         rows.stats = {"wall_s": time.perf_counter() - started}
         return rows
-    by_manager: dict[str, list[str]] = {}
+    by_manager: dict[str, list[Architecture]] = {}
     for a in unit.architectures:
-        by_manager.setdefault(a.manage, []).append(a.retrieve)
+        by_manager.setdefault(a.manage, []).append(a)
     order = {n: i for i, n in enumerate(space.retrievers)}
     managers = sorted(by_manager, key=lambda m: (-len(by_manager[m]), space.managers.index(m)))
     # Digests only pay when another manager's pass could reuse the reads.
@@ -204,26 +217,27 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
     stats = {"architectures": len(unit.architectures), "write_passes": 0, "write_passes_saved": 0,
              "reads": 0, "reads_reused": 0, "architectures_fully_reused": 0, "digest_s": 0.0}
     for number, manager in enumerate(managers):
-        retrievers = sorted(by_manager[manager], key=order.__getitem__)
-        arch = Architecture(unit.encoders, unit.store, retrievers[0], manager)
-        program = MemoryProgram(arch, resources=resources, top_k=top_k, budget_tokens=budget_tokens)
+        # One reader per (retriever, knob levels): reads never change memory, so a landscape built
+        # with levers (levers.py) reads every setting of a retriever from the same write pass.
+        archs = sorted(by_manager[manager], key=lambda a: (order[a.retrieve], a.key()))
+        program = MemoryProgram(archs[0], resources=resources, top_k=top_k, budget_tokens=budget_tokens)
         p = _Pass(number, program, memo)
-        readers = [p.reader(program.retriever)] + [
-            p.reader(REGISTRY.get("retriever", r).cls(resources)) for r in retrievers[1:]]
+        readers = [p.reader(program.retriever, _reader_id(archs[0]))] + [
+            p.reader(_retriever(a, space, resources), _reader_id(a)) for a in archs[1:]]
         embedded = getattr(resources.embedder, "computed", 0)
         results = _run_stream(program, bench, **run, readers=readers, attribute_all=True,
                               on_read_point=p.on_read_point)
         computed = sum(r.computed for r in readers)
-        members = [Architecture(unit.encoders, unit.store, r, manager).key() for r in retrievers]
+        members = [a.key() for a in archs]
         if memo is not None and computed == 0 and len(p.sources) == 1:
             group = pass_group[next(iter(p.sources))]
             rows.groups[group]["members"] += members
             _add_reason(rows.groups[group], SHARED_MEMORY)
-            stats["architectures_fully_reused"] += len(retrievers)
+            stats["architectures_fully_reused"] += len(archs)
         else:
             group = len(rows.groups)
             rows.groups.append({"id": group, "members": members, "reason": SINGLE})
-            if len(retrievers) > 1:
+            if len(archs) > 1:
                 _add_reason(rows.groups[group], SHARED_WRITE)
         pass_group[number] = group
         reused = sum(r.reused for r in readers)
@@ -233,13 +247,12 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
         store = program.store
         memory = memory_costs(store)[0]
         embeddings = getattr(resources.embedder, "computed", 0) - embedded
-        for retriever, reader, result in zip(retrievers, readers, results):
-            key = Architecture(unit.encoders, unit.store, retriever, manager).key()
-            rows.add(key, result, query_ids, objectives,
+        for arch, reader, result in zip(archs, readers, results):
+            rows.add(arch.key(), result, query_ids, objectives,
                      {**memory, "write_s": result.cost.get("write_s", 0.0), **read_costs(reader.latency),
                       "embeddings_computed": embeddings}, group)
         stats["write_passes"] += 1
-        stats["write_passes_saved"] += len(retrievers) - 1
+        stats["write_passes_saved"] += len(archs) - 1
         stats["reads"] += computed + reused
         stats["reads_reused"] += reused
         stats["digest_s"] += p.digest_s

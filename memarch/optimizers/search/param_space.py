@@ -13,6 +13,11 @@ parameters: drawn only in trials that choose the module. One Optuna parameter pe
 — ``retrieve:hybrid.top_k``, ``manage:lightweight.decay``, ``encode:turn.window`` — since two
 modules' knobs of the same name may differ in range and meaning. A knob drawn at its default is
 left out of the architecture's ``params``, so a preset queued in the full space is the preset.
+
+``levels`` (full mode) narrows the knobs to a few named ones at a few values each — the space of a
+landscape built with levers (`memarch.optimizers.landscapes.levers`): ``{"retrieve.pack": (0, 1)}``
+makes one categorical parameter per (module, knob) over those values, and coordinate steps move
+between neighbouring levels.
 """
 from __future__ import annotations
 
@@ -48,15 +53,39 @@ class ParamSpace:
         defaults: knob defaults known only to the caller, by param key (``{"retrieve.top_k": 20}``:
             the evaluation's items per read); else each knob's declared (family) default, and
             ``top_k`` B/10 of the default budget.
+        levels: full mode with only these knobs, each at these values (sorted, the default among
+            them), by param key: ``{"retrieve.pack": (0, 1), "retrieve.time_weight": (0.0, 1.0)}``.
     """
 
     def __init__(self, space: ArchitectureSpace, mode: str = "categorical", *,
-                 defaults: dict[str, float | int] | None = None):
+                 defaults: dict[str, float | int] | None = None,
+                 levels: dict[str, Any] | None = None):
         if mode not in MODES:
             raise MemarchError(f"unknown search space {mode!r}; expected one of {', '.join(MODES)}")
+        if levels and mode != "full":
+            raise MemarchError("knob levels need the full search space")
         self.space = space
         self.mode = mode
         self.defaults = dict(defaults or {})
+        self.levels: dict[str, tuple] | None = None
+        if levels:
+            self.levels = {key: tuple(sorted(values)) for key, values in levels.items()}
+            self._check_levels()
+
+    def _check_levels(self) -> None:
+        assert self.levels is not None
+        declared = {key: knob for _, _, _, key, knob in self.knob_table()}
+        for key, values in self.levels.items():
+            knob = declared.get(key)
+            if knob is None:
+                raise MemarchError(f"knob {key} is not declared by any module of the {self.family} space")
+            for v in values:
+                wrong = knob.check(v)
+                if wrong:
+                    raise MemarchError(f"knob {key} {wrong}")
+            if knob.coerce(self.default(key, knob)) not in [knob.coerce(v) for v in values]:
+                raise MemarchError(f"knob {key}: its levels {list(values)} must include its default "
+                                   f"{self.default(key, knob)} (the architecture as it is)")
 
     @classmethod
     def for_family(cls, family: str = "conversation", *, lm_available: bool = False,
@@ -104,12 +133,28 @@ class ParamSpace:
                         optuna_name = key if role == "encoder" else f"{field}:{name}.{knob.name}"
                         memo.append((optuna_name, field, name, key, knob))
             self.__dict__["_knobs"] = memo
+        if self.__dict__.get("levels"):
+            return [row for row in memo if row[3] in self.levels]
         return memo
+
+    def knob_steps(self, key: str, knob: Knob, value: float | int) -> list[float | int]:
+        """Values one coordinate step from ``value``: the neighbouring levels when the space has
+        levels, else `memarch.optimizers.guided.numeric.steps` (x2, /2 or +-1/4 of the range)."""
+        if self.levels and key in self.levels:
+            values = [knob.coerce(v) for v in self.levels[key]]
+            below = [v for v in values if v < value]
+            above = [v for v in values if v > value]
+            return ([above[0]] if above else []) + ([below[-1]] if below else [])
+        from memarch.optimizers.guided.numeric import steps
+
+        return steps(knob, value)
 
     def knob_distributions(self) -> dict[str, BaseDistribution]:
         out: dict[str, BaseDistribution] = {}
-        for name, _, _, _, knob in self.knob_table():
-            if knob.kind == "int":
+        for name, _, _, key, knob in self.knob_table():
+            if self.levels:
+                out[name] = CategoricalDistribution(tuple(knob.coerce(v) for v in self.levels[key]))
+            elif knob.kind == "int":
                 out[name] = IntDistribution(int(knob.low), int(knob.high), log=knob.log)
             else:
                 out[name] = FloatDistribution(float(knob.low), float(knob.high), log=knob.log)
@@ -183,8 +228,10 @@ class ParamSpace:
         mode the knobs of the chosen modules are drawn after the categorical choices."""
         params = {name: trial.suggest_categorical(name, dist.choices)
                   for name, dist in self.distributions().items()}
-        for name, _, knob in self.chosen_knobs(params):
-            if knob.kind == "int":
+        for name, key, knob in self.chosen_knobs(params):
+            if self.levels:
+                params[name] = trial.suggest_categorical(name, tuple(knob.coerce(v) for v in self.levels[key]))
+            elif knob.kind == "int":
                 params[name] = trial.suggest_int(name, int(knob.low), int(knob.high), log=knob.log)
             else:
                 params[name] = trial.suggest_float(name, float(knob.low), float(knob.high), log=knob.log)
@@ -228,4 +275,6 @@ class ParamSpace:
             out["mode"] = "full"
             out["knobs"] = {name: [knob.kind, knob.low, knob.high, knob.log, self.default(key, knob)]
                             for name, _, _, key, knob in self.knob_table()}
+            if self.levels:
+                out["levels"] = {key: list(values) for key, values in self.levels.items()}
         return out
