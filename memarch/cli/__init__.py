@@ -73,14 +73,21 @@ def _commands():
             yield getattr(mod, "COMMAND", info.name), mod
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given ``argv``, only the named command's options are added (another
+    command's options may import a heavy library, and ``memarch space`` should start at once), and
+    with no command named (``memarch --help``) none are: the list of commands is all it shows."""
     parser = _Parser(prog="memarch", description="Search for the best memory architecture for an LLM agent.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress and LM fallbacks")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
-    for name, mod in _commands():
+    commands = list(_commands())
+    names = {name for name, _ in commands}
+    named = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
+    for name, mod in commands:
         p = sub.add_parser(name, help=getattr(mod, "HELP", ""), description=getattr(mod, "HELP", ""))
-        mod.add_arguments(p)
-        refuse_renamed(p, name)
+        if named is None or named == name or named not in names and named:
+            mod.add_arguments(p)
+            refuse_renamed(p, name)
         p.set_defaults(_run=mod.run)
     return parser
 
@@ -89,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

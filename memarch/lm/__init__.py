@@ -2,19 +2,35 @@
 task/meta/judge roles, typed calls with a parse policy, and token accounting.
 
     from memarch.lm import LMRoles, make_lm, local_lm, Accounting
-"""
-from memarch.lm.accounting import Accounting, RoleUsage, UsageSnapshot
-from memarch.lm.arguments import add_lm_arguments, roles_from_args
-from memarch.lm.config import LMSpec, configure_lm_cache, lm_cache_dir
-from memarch.lm.engine import LlamaCppEngine
-from memarch.lm.errors import LMOutputError, LMUnavailableError
-from memarch.lm.local import LOCAL_MODEL, LocalServer, find_gguf
-from memarch.lm.roles import ROLES, LMRoles, as_unavailable, guard, local_lm, make_lm
-from memarch.lm.structured import call_typed, is_placeholder
 
-__all__ = [
-    "Accounting", "RoleUsage", "UsageSnapshot", "add_lm_arguments", "roles_from_args", "LMSpec",
-    "configure_lm_cache", "lm_cache_dir", "LlamaCppEngine", "LMOutputError", "LMUnavailableError",
-    "LOCAL_MODEL", "LocalServer", "find_gguf", "ROLES", "LMRoles", "as_unavailable", "guard",
-    "local_lm", "make_lm", "call_typed", "is_placeholder",
-]
+The names load on first use (PEP 562): most of them import DSPy (~1 s), which a command that only
+adds the LM options to its parser (``memarch --help``, ``space``, ``validate``) never needs.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "Accounting": "accounting", "RoleUsage": "accounting", "UsageSnapshot": "accounting",
+    "add_lm_arguments": "arguments", "roles_from_args": "arguments",
+    "LMSpec": "config", "configure_lm_cache": "config", "lm_cache_dir": "config",
+    "LlamaCppEngine": "engine", "LMOutputError": "errors", "LMUnavailableError": "errors",
+    "LOCAL_MODEL": "local", "LocalServer": "local", "find_gguf": "local",
+    "ROLES": "roles", "LMRoles": "roles", "as_unavailable": "roles", "guard": "roles",
+    "local_lm": "roles", "make_lm": "roles", "call_typed": "structured", "is_placeholder": "structured",
+}
+__all__ = list(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'memarch.lm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"memarch.lm.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

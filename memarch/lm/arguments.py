@@ -3,9 +3,12 @@ and the :class:`LMRoles` they describe."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from memarch.lm.config import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S
-from memarch.lm.roles import LMRoles
+
+if TYPE_CHECKING:  # roles.py imports DSPy (~1 s): a parser that only adds the options never needs it
+    from memarch.lm.roles import LMRoles
 
 LM_HELP = ("none (default: the LM-free space), local (embedded SmolLM2-135M, offline), a litellm model "
            "such as openai/gpt-4o-mini or ollama_chat/llama3, or an OpenAI-compatible base URL "
@@ -40,8 +43,10 @@ def add_lm_arguments(parser: argparse.ArgumentParser, default: str = "none") -> 
                    help=f"retries of a failed remote LM request (default {DEFAULT_RETRIES})")
 
 
-def roles_from_args(args: argparse.Namespace, check: bool = True) -> LMRoles:
+def roles_from_args(args: argparse.Namespace, check: bool = True) -> "LMRoles":
     """The :class:`LMRoles` the parsed options describe (not yet started: use it in ``with``)."""
+    from memarch.lm.roles import LMRoles
+
     return LMRoles(
         task=getattr(args, "lm", None), meta=getattr(args, "meta_lm", None), judge=getattr(args, "judge_lm", None),
         model=getattr(args, "lm_model", None), cache_dir=getattr(args, "lm_cache_dir", None),

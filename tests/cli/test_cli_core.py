@@ -56,3 +56,33 @@ def test_unknown_family_and_bad_flag():
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
     p = memarch("space", "--bogus")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_the_parser_adds_only_the_named_commands_options():
+    """Issue 20: `memarch --help` and a command's own parse must not pay for every other command's
+    options (compile's import DSPy): only the named command's are added; unknown names get them all."""
+    from memarch.cli import build_parser
+
+    def options(parser, name):
+        sub = next(a for a in parser._actions if a.dest == "command").choices[name]
+        return {o for a in sub._actions for o in a.option_strings}
+
+    only = build_parser(["space", "--json"])
+    assert "--json" in options(only, "space") and options(only, "compile") == {"-h", "--help"}
+    top = build_parser(["--help"])
+    assert options(top, "space") == {"-h", "--help"}
+    for every in (build_parser(), build_parser(["nonsense"])):
+        assert "--json" in options(every, "space") and "--budget" in options(every, "compile")
+
+
+def test_help_and_a_commands_help_start_without_dspy():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom memarch.cli import main\n"
+            "for argv in (['--help'], ['validate', '--help'], ['compile', '--help']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print('DSPY' if 'dspy' in sys.modules else 'NO-DSPY', file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stderr.strip().splitlines()[-1] == "NO-DSPY", out.stderr[-500:]
+    assert "compile" in out.stdout and "--budget" in out.stdout

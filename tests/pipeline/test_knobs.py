@@ -9,7 +9,7 @@ import pytest
 import memarch
 from memarch.benchmarks.generated import GeneratedConversations
 from memarch.errors import ArchitectureError, DataError
-from memarch.optimizers.guided.numeric import steps
+from memarch.optimizers.search.param_space import steps
 from memarch.optimizers.search.history import ARCH_ATTR, History
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.pipeline.architecture import Architecture

@@ -145,29 +145,6 @@ def with_knob(space: "ParamSpace", arch: Architecture, key: str, value: float | 
     return space.from_params(params).canonical()
 
 
-def steps(knob: "Knob", value: float | int) -> list[float | int]:
-    """The values one coordinate step away: x2 and /2 on a log scale, +-1/4 of the range otherwise;
-    clamped, rounded for int knobs (at least one unit: a narrow int knob such as ``pack`` 0-2 would
-    round back to its value), without the current value."""
-    if knob.log:
-        cands = [value * 2, value / 2]
-    else:
-        width = (knob.high - knob.low) / 4
-        cands = [value + width, value - width]
-    out = []
-    for c, sign in zip(cands, (1, -1)):
-        c = min(knob.high, max(knob.low, c))
-        if knob.kind == "int":
-            c = int(round(c))
-            if c == value:
-                c = int(min(knob.high, max(knob.low, value + sign)))
-        else:
-            c = round(float(c), 4)
-        if c != value and c not in out:
-            out.append(c)
-    return out
-
-
 def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str], *, primary: str = "",
                       inert: set[str] = frozenset(), inert_knobs: set[str] = frozenset()
                       ) -> tuple[NumericMove | None, list[Proposal]]:

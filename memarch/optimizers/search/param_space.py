@@ -139,14 +139,12 @@ class ParamSpace:
 
     def knob_steps(self, key: str, knob: Knob, value: float | int) -> list[float | int]:
         """Values one coordinate step from ``value``: the neighbouring levels when the space has
-        levels, else `memarch.optimizers.guided.numeric.steps` (x2, /2 or +-1/4 of the range)."""
+        levels, else `steps` (x2, /2 or +-1/4 of the range)."""
         if self.levels and key in self.levels:
             values = [knob.coerce(v) for v in self.levels[key]]
             below = [v for v in values if v < value]
             above = [v for v in values if v > value]
             return ([above[0]] if above else []) + ([below[-1]] if below else [])
-        from memarch.optimizers.guided.numeric import steps
-
         return steps(knob, value)
 
     def knob_distributions(self) -> dict[str, BaseDistribution]:
@@ -278,3 +276,26 @@ class ParamSpace:
             if self.levels:
                 out["levels"] = {key: list(values) for key, values in self.levels.items()}
         return out
+
+
+def steps(knob: Knob, value: float | int) -> list[float | int]:
+    """The values one coordinate step away: x2 and /2 on a log scale, +-1/4 of the range otherwise;
+    clamped, rounded for int knobs (at least one unit: a narrow int knob such as ``pack`` 0-2 would
+    round back to its value), without the current value."""
+    if knob.log:
+        cands = [value * 2, value / 2]
+    else:
+        width = (knob.high - knob.low) / 4
+        cands = [value + width, value - width]
+    out = []
+    for c, sign in zip(cands, (1, -1)):
+        c = min(knob.high, max(knob.low, c))
+        if knob.kind == "int":
+            c = int(round(c))
+            if c == value:
+                c = int(min(knob.high, max(knob.low, value + sign)))
+        else:
+            c = round(float(c), 4)
+        if c != value and c not in out:
+            out.append(c)
+    return out

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memarch.optimizers.guided.numeric import numeric_proposals, pack_move, steps, time_move, top_k_move
+from memarch.optimizers.guided.numeric import numeric_proposals, pack_move, time_move, top_k_move
+from memarch.optimizers.search.param_space import steps
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import ArchitectureSpace
