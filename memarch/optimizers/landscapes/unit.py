@@ -206,11 +206,14 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
         rows.groups.append({"id": 0, "members": ["none"], "reason": SINGLE})
         rows.stats = {"wall_s": time.perf_counter() - started}
         return rows
-    by_manager: dict[str, list[Architecture]] = {}
+    # One write pass per manager and write-side knobs (encoders', store's, manager's): only the
+    # retriever's knobs are read-side.
+    by_manager: dict[tuple, list[Architecture]] = {}
     for a in unit.architectures:
-        by_manager.setdefault(a.manage, []).append(a)
+        write_side = tuple((k, v) for k, v in a.params if not k.startswith("retrieve."))
+        by_manager.setdefault((a.manage, write_side), []).append(a)
     order = {n: i for i, n in enumerate(space.retrievers)}
-    managers = sorted(by_manager, key=lambda m: (-len(by_manager[m]), space.managers.index(m)))
+    managers = sorted(by_manager, key=lambda m: (-len(by_manager[m]), space.managers.index(m[0]), m[1]))
     # Digests only pay when another manager's pass could reuse the reads.
     memo: dict | None = {} if len(managers) > 1 else None
     pass_group: dict[int, int] = {}

@@ -127,3 +127,17 @@ def test_cli_builds_with_levers_and_refuses_a_bad_one(tmp_path, capsys):
     assert main(argv[:-4] + ["--levers", "retrieve.top_k=4,8", "--out", str(tmp_path / "m.npz")]) == 2
     err = capsys.readouterr().err
     assert "retrieve.top_k" in err and err.count("\n") == 1
+
+
+def test_write_side_knobs_get_their_own_write_pass(small_generated, hash_res, tmp_path):
+    """Only retriever knobs share a write pass: an encoder knob (3-turn chunks) writes its own memory."""
+    plain = Architecture(("turn",), "vector", "hybrid", "lightweight")
+    chunks = plain.replace(params={"encode:turn.window": 3})
+    land = build(plan_build(small_generated, resources=hash_res, architectures=[plain, chunks], presets=False),
+                 tmp_path / "w.npz", progress=False)
+    group = land.arrays["group"]
+    assert group[land.index(plain)] != group[land.index(chunks)]
+    assert land.meta["build"]["sharing"]["write_passes"] == 2
+    live = evaluate(chunks, small_generated, split="test", resources=hash_res, objective="answer_span")
+    looked = land.result(chunks, "test", "answer_span")
+    assert [o.score for o in looked.outcomes] == pytest.approx([o.score for o in live.outcomes], abs=1e-6)
