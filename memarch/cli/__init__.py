@@ -85,7 +85,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     named = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     for name, mod in commands:
         p = sub.add_parser(name, help=getattr(mod, "HELP", ""), description=getattr(mod, "HELP", ""))
-        if named is None or named == name or named not in names and named:
+        if named is None or named == name or (named and named not in names):  # unknown: argparse lists all
             mod.add_arguments(p)
             refuse_renamed(p, name)
         p.set_defaults(_run=mod.run)

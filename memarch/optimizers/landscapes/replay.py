@@ -96,8 +96,9 @@ class Replay:
         self.table = LandscapeTable(landscape, self.objective, top_share)
         # A landscape built with levers (levers.py) is searched as categorical choices plus those
         # knob levels; a sampled one: strategies draw among its architectures (snap.py), runs stop at its size.
-        self.levels = (landscape.meta.get("levers") or {}).get("levels") or None
-        grid = (landscape.meta.get("levers") or {}).get("grid", 1)
+        levers = landscape.meta.get("levers") or {}
+        self.levels = levers.get("levels") or None
+        grid = levers.get("grid", 1)
         self.size = len(self.table.rows)
         self.sampled = self.size < self.space.count_valid() * grid
         if self.horizon > self.size:

@@ -39,7 +39,7 @@ def architecture_of(key: str) -> Architecture | None:
     params = {}
     for pair in knobs[0].split(",") if knobs else ():  # "retrieve.pack=1,retrieve.time_weight=1.0"
         name, _, value = pair.partition("=")
-        params[name] = float(value) if any(c in value for c in ".en") else int(value)
+        params[name] = json.loads(value)  # the repr of an int or a float, as key() wrote it
     return Architecture(tuple(encode.split("+")), store, retrieve, manage, params=params)
 
 

@@ -104,12 +104,12 @@ class _Pass:
         self.digest = None if d is None else f"{type(self.program.store).__name__}:{d}"
         self.digest_s += time.perf_counter() - t0
 
-    def reader(self, retriever: Any, reader_id: str) -> "_Reader":
+    def reader(self, retriever: Any, reader_id: tuple) -> "_Reader":
         return _Reader(self, retriever, reader_id)
 
 
 class _Reader:
-    def __init__(self, p: _Pass, retriever: Any, reader_id: str):
+    def __init__(self, p: _Pass, retriever: Any, reader_id: tuple):
         self.p, self.retriever, self.reader_id = p, retriever, reader_id
         self.latency: list[float] = []
         self.computed = self.reused = 0
@@ -180,9 +180,9 @@ def _add_reason(group: dict, reason: str) -> None:
     group["reason"] = "; ".join(dict.fromkeys(reasons + [reason]))
 
 
-def _reader_id(arch: Architecture) -> str:
-    """What a read depends on besides memory: the retriever and its knob values."""
-    return "|".join([arch.retrieve, *(f"{k}={v!r}" for k, v in arch.params)])
+def _reader_id(arch: Architecture) -> tuple:
+    """What a read depends on besides memory: the retriever and its own knob values."""
+    return arch.retrieve, tuple(kv for kv in arch.params if kv[0].startswith("retrieve."))
 
 
 def _retriever(arch: Architecture, space: "ArchitectureSpace", resources: "Resources") -> Any:

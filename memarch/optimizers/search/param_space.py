@@ -69,12 +69,15 @@ class ParamSpace:
         self.defaults = dict(defaults or {})
         self.levels: dict[str, tuple] | None = None
         if levels:
-            self.levels = {key: tuple(sorted(values)) for key, values in levels.items()}
-            self._check_levels()
+            self.levels = dict(levels)  # narrows knob_table, then each is checked and coerced
+            self.levels = self._checked_levels()
 
-    def _check_levels(self) -> None:
+    def _checked_levels(self) -> dict[str, tuple]:
+        """The levels, each sorted in its knob's type; one clear error for a knob no module declares,
+        a value out of range, or levels without the knob's default."""
         assert self.levels is not None
         declared = {key: knob for _, _, _, key, knob in self.knob_table()}
+        out = {}
         for key, values in self.levels.items():
             knob = declared.get(key)
             if knob is None:
@@ -83,9 +86,11 @@ class ParamSpace:
                 wrong = knob.check(v)
                 if wrong:
                     raise MemarchError(f"knob {key} {wrong}")
-            if knob.coerce(self.default(key, knob)) not in [knob.coerce(v) for v in values]:
+            out[key] = tuple(sorted({knob.coerce(v) for v in values}))
+            if knob.coerce(self.default(key, knob)) not in out[key]:
                 raise MemarchError(f"knob {key}: its levels {list(values)} must include its default "
                                    f"{self.default(key, knob)} (the architecture as it is)")
+        return out
 
     @classmethod
     def for_family(cls, family: str = "conversation", *, lm_available: bool = False,
@@ -132,16 +137,16 @@ class ParamSpace:
                         field = f"{ENCODER_PREFIX}{name}" if role == "encoder" else _FIELD[role]
                         optuna_name = key if role == "encoder" else f"{field}:{name}.{knob.name}"
                         memo.append((optuna_name, field, name, key, knob))
+            if self.levels:
+                memo = [row for row in memo if row[3] in self.levels]
             self.__dict__["_knobs"] = memo
-        if self.__dict__.get("levels"):
-            return [row for row in memo if row[3] in self.levels]
         return memo
 
     def knob_steps(self, key: str, knob: Knob, value: float | int) -> list[float | int]:
         """Values one coordinate step from ``value``: the neighbouring levels when the space has
         levels, else `steps` (x2, /2 or +-1/4 of the range)."""
         if self.levels and key in self.levels:
-            values = [knob.coerce(v) for v in self.levels[key]]
+            values = self.levels[key]
             below = [v for v in values if v < value]
             above = [v for v in values if v > value]
             return ([above[0]] if above else []) + ([below[-1]] if below else [])
@@ -151,7 +156,7 @@ class ParamSpace:
         out: dict[str, BaseDistribution] = {}
         for name, _, _, key, knob in self.knob_table():
             if self.levels:
-                out[name] = CategoricalDistribution(tuple(knob.coerce(v) for v in self.levels[key]))
+                out[name] = CategoricalDistribution(self.levels[key])
             elif knob.kind == "int":
                 out[name] = IntDistribution(int(knob.low), int(knob.high), log=knob.log)
             else:
@@ -228,7 +233,7 @@ class ParamSpace:
                   for name, dist in self.distributions().items()}
         for name, key, knob in self.chosen_knobs(params):
             if self.levels:
-                params[name] = trial.suggest_categorical(name, tuple(knob.coerce(v) for v in self.levels[key]))
+                params[name] = trial.suggest_categorical(name, self.levels[key])
             elif knob.kind == "int":
                 params[name] = trial.suggest_int(name, int(knob.low), int(knob.high), log=knob.log)
             else:
