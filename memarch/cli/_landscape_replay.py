@@ -28,6 +28,10 @@ def add_arguments(p) -> None:
     p.add_argument("--k", type=int, default=3, help="guided proposals per round and warm-start size (default 3)")
     p.add_argument("--top", type=float, default=0.01, help="share of architectures that count as top (default 0.01)")
     p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    p.add_argument("--pruner", default="none", metavar="NAME",
+                   help="none (default), median, sha, hyperband or wilcoxon: trials are looked up dialogue by "
+                        "dialogue and may stop early; budget and horizon count full evaluations. A strategy "
+                        "may name its own (--strategies tpe,tpe+wilcoxon) to compare both on the same seeds")
     p.add_argument("--out", default=None, help="write the table (.txt), the runs (.json) and the curves (.png) "
                    "as OUT.txt / OUT.json / OUT.png")
 
@@ -51,6 +55,9 @@ def run(args) -> int:
         raise MemarchError("--strategies names no strategy")
     for s in strategies:
         parse_strategy(s)
+    from memarch.optimizers.search.fidelity import check_pruner
+
+    check_pruner(args.pruner)
     land = Landscape.load(args.file)
     if args.out:
         from memarch.pipeline.files import writable_dir
@@ -58,7 +65,7 @@ def run(args) -> int:
         writable_dir(Path(args.out).parent or ".")  # before the runs, not when they are saved
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     replay = Replay(land, objective=args.metric, budget=args.budget, horizon=args.horizon,
-                    warm_start=args.warm_start, k=args.k, top_share=args.top)
+                    warm_start=args.warm_start, k=args.k, top_share=args.top, pruner=args.pruner)
     from tqdm import tqdm
 
     bar = tqdm(total=len(strategies) * args.seeds, desc="replay", unit="run", leave=False, file=sys.stderr)

@@ -69,7 +69,7 @@ def compare_main(args, strategies: list[str], roles) -> int:
                       tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None,
                       baselines=not args.no_baselines, study_prefix=args.study_name or f"compare-{args.benchmark}",
                       on_trial=bar, warm_start=args.warm_start, k=args.k, objectives=args.objectives,
-                      select=args.select, space_mode=args.space, first_seed=args.first_seed)
+                      select=args.select, space_mode=args.space, first_seed=args.first_seed, pruner=args.pruner)
     finally:
         bar.close()
     png = cmp.plot(out / f"compare-{args.benchmark}.png")

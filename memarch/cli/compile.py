@@ -38,6 +38,9 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--split-by", choices=("question", "dialogue"), default=None,
                    help="split questions, or whole dialogues (test questions from conversations the search "
                         "never wrote); default: dialogue when the benchmark has >= 6 dialogues")
+    p.add_argument("--pruner", default="none", metavar="NAME",
+                   help="none (default), median, sha, hyperband or wilcoxon: score each trial dialogue by dialogue "
+                        "and stop the ones the pruner drops; --budget then counts full evaluations")
     p.add_argument("--max-failures", type=int, default=5,
                    help="consecutive failed trials that stop a study (default 5; 0: never)")
     p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
@@ -127,6 +130,11 @@ def check_numbers(args) -> None:
         raise MemarchError(f"--limit must be at least 1, got {args.limit}")
     if args.max_failures < 0:
         raise MemarchError(f"--max-failures must be 0 or more, got {args.max_failures}")
+    from memarch.optimizers.search.fidelity import check_pruner
+
+    args.pruner = check_pruner(getattr(args, "pruner", "none"))
+    if args.pruner != "none" and len(args.objectives) > 1:
+        raise MemarchError(f"--pruner {args.pruner} needs one objective (Optuna prunes single-objective studies only)")
     if getattr(args, "trace_lm", None) is True and (args.no_tracking or (getattr(args, "lm", "none") or "none") == "none"):
         raise MemarchError("--trace-lm traces LM calls into MLflow: it needs --lm and tracking (no --no-tracking)")
 
@@ -298,7 +306,8 @@ def _compile(args, strategies: list[str], roles) -> int:
                                    tracker=tracker, resources=resources, on_trial=bar, warm_start=args.warm_start,
                                    max_failures=args.max_failures, objectives=args.objectives, select=args.select,
                                    space_mode=args.space, prompt_optimizer=args.optimize_prompts,
-                                   prompt_examples=args.prompt_examples, prompt_budget=args.prompt_budget)
+                                   prompt_examples=args.prompt_examples, prompt_budget=args.prompt_budget,
+                                   pruner=args.pruner)
             try:
                 program = opt.compile(student, trainset="search", valset="validation", testset="test")
             finally:

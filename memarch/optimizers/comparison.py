@@ -161,12 +161,13 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
             on_trial: Callable | None = None, trainset: Any = "search", valset: Any = "validation",
             testset: Any = "test", warm_start: Any = "presets", k: int = 3,
             objectives: tuple[str, ...] | str = ("quality",), select: str = "quality",
-            space_mode: str = "categorical", first_seed: int = 0) -> Comparison:
+            space_mode: str = "categorical", first_seed: int = 0, pruner: str = "none") -> Comparison:
     """Run every strategy with every seed (``first_seed`` .. ``first_seed + seeds - 1``) at the same
     budget and warm start; ``target`` defaults to
     99% of the best search objective any run found. With several ``objectives`` every study is
     multi-objective and the comparison adds each strategy's fronts and hypervolumes (`fronts`).
-    ``space_mode``: ``categorical`` or ``full``."""
+    ``space_mode``: ``categorical`` or ``full``; ``pruner``: ``none`` or a `fidelity.PRUNERS` name
+    (``budget`` then counts full evaluations)."""
     from memarch.optimizers.search.objectives import parse_objectives
 
     objectives = parse_objectives(objectives)
@@ -193,7 +194,7 @@ def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str
                                    space_mode=space_mode,
                                    study_name=names[(strat, seed)],
                                    tracker=tracker_factory() if tracker_factory else None, on_trial=on_trial,
-                                   objectives=objectives, select=select)
+                                   objectives=objectives, select=select, pruner=pruner)
             opt.compile(space, trainset=trainset, valset=valset, testset=testset)
             runs.setdefault(strat, []).append(opt.report)
             logger.info("%s seed %d: pick %s test %s", strat, seed, opt.report.architecture.key(), opt.report.test_score)

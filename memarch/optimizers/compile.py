@@ -24,6 +24,7 @@ from memarch.optimizers.search.selection import Selection, parse_selection
 from memarch.optimizers.search.param_space import MODES, ParamSpace
 from memarch.optimizers.strategies import make_sampler
 from memarch.optimizers.search.study import make_storage, open_study
+from memarch.optimizers.search.fidelity import make_pruner
 from memarch.optimizers.search.objectives import SINGLE, values_of
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import ArchitectureSpace
@@ -138,6 +139,9 @@ class MemarchOptimizer:
             ``"bootstrap"``, ``"mipro"`` or ``"gepa"`` — the DSPy optimizer run over the program's
             and the reader's prompts (see `memarch.optimizers.prompts.optimize.optimize_prompts`).
         prompt_examples, prompt_budget: questions per split inside that optimizer, and its budget.
+        pruner: ``none`` (default) or ``median`` / ``sha`` / ``hyperband`` / ``wilcoxon``: trials
+            are scored dialogue by dialogue and a pruned one stops early; ``budget`` then counts
+            full-evaluation equivalents (`memarch.optimizers.search.fidelity`).
         log_model: with a tracker, log the compiled program as an MLflow pyfunc model of the
             study's parent run (`program_model`; ``report.extras["model_uri"]``).
         register: also register that model under this name in the MLflow model registry.
@@ -150,7 +154,8 @@ class MemarchOptimizer:
                  on_trial: Callable | None = None, warm_start: Any = "presets", max_failures: int = 5,
                  objectives: tuple[str, ...] | str = SINGLE, select: str | Selection = "quality",
                  space_mode: str = "categorical", prompt_optimizer: str = "none", prompt_examples: int = 20,
-                 prompt_budget: int = 60, log_model: bool = True, register: str | None = None):
+                 prompt_budget: int = 60, log_model: bool = True, register: str | None = None,
+                 pruner: str = "none"):
         if budget < 1:
             raise MemarchError(f"budget must be at least 1 trial, got {budget}")
         from memarch.optimizers.search.objectives import parse_objectives
@@ -182,6 +187,9 @@ class MemarchOptimizer:
         self.prompt_optimizer = check_prompt_optimizer(prompt_optimizer)
         self.prompt_examples, self.prompt_budget = prompt_examples, prompt_budget
         self.log_model, self.register = log_model, register
+        from memarch.optimizers.search.fidelity import check_pruner
+
+        self.pruner = check_pruner(pruner)
         if register and tracker is None:
             raise MemarchError("register needs MLflow tracking (a tracker): the registry is MLflow's")
         self.report: CompileReport | None = None
@@ -214,7 +222,7 @@ class MemarchOptimizer:
         storage = make_storage(self.storage_url)
         self.study = study = open_study(name, storage, sampler, space=sspace.describe(), resume=self.resume,
                                         attrs={"strategy": self.strategy_name, "seed": self.seed},
-                                        objectives=self.objectives)
+                                        objectives=self.objectives, pruner=make_pruner(self.pruner))
         warm = self._warm_start(space, start)
         if not study.trials:
             for arch, role in warm:
@@ -224,7 +232,8 @@ class MemarchOptimizer:
                                budget=self.budget, family=space.family,
                                warm_start=",".join(a.key() for a, _ in warm) or "none")
         search = Search(self.metric, sspace, budget=self.budget, data=trainset, tracker=self.tracker,
-                        on_trial=self.on_trial, max_failures=self.max_failures, objectives=self.objectives)
+                        on_trial=self.on_trial, max_failures=self.max_failures, objectives=self.objectives,
+                        pruner=self.pruner)
         history = search.run(study)
         if not history.records:
             raise MemarchError(f"study {name}: no architecture could be evaluated (see the log)")
@@ -359,6 +368,9 @@ class MemarchOptimizer:
     def _counts(search: Search, history: History, sampler: Any) -> dict[str, int]:
         counts = {"evaluated": len(history), **{k: v for k, v in search.stats().items() if k != "evaluated"},
                   "repeats_in_study": history.repeats}
+        if history.partial:  # pruned trials: what they cost, in hundredths of a full evaluation
+            counts["pruned_in_study"] = len(history.partial)
+            counts["pruned_cost_pct"] = round(100 * sum(r.fidelity for r in history.partial))
         if hasattr(sampler, "stats"):
             counts.update(sampler.stats())
         return counts

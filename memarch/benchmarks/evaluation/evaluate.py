@@ -56,7 +56,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
              split: str = "search", resources: Resources | None = None, budget_tokens: int | None = 200,
              top_k: int | None = None, limit: int | None = None, reader: Any = None, judge: Any = None,
              objective: str | None = None, success_threshold: float = 0.5, config: dict | None = None,
-             accounting: Any = None) -> TrialResult:
+             accounting: Any = None, on_instance: Callable[[int, int, list[float]], bool] | None = None) -> TrialResult:
     """Evaluate one architecture on one split of a benchmark.
 
     Example::
@@ -81,6 +81,10 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             ``answer_span`` without a reader, ``qa_f1`` with one); agent benchmarks always use
             their task score. An LM objective without a reader raises ValueError up front.
         success_threshold: a query whose score is below it is a failure (attributed).
+        on_instance: for a conversation benchmark, called after each dialogue of the split (in
+            stream order) with (dialogues done, dialogues in the split, that dialogue's question
+            scores); returning True stops the evaluation there: the result holds the outcomes so
+            far and ``metadata["instances"]`` says how many dialogues it saw (a pruned trial).
     """
     resources = resources or Resources()
     requested = objective
@@ -114,7 +118,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             result = _run_tasks(program, view, top_k, budget_tokens, success_threshold)
         else:
             result = _run_stream(program, view, top_k, budget_tokens, reader, judge, objective,
-                                 success_threshold)[0]
+                                 success_threshold, on_instance=on_instance)[0]
         result.architecture = arch
         result.split = split
         if program is not None:
@@ -156,7 +160,8 @@ def _add_fallbacks(result: TrialResult, requests: dict[str, int], fallbacks: dic
 def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, budget: int | None,
                 reader: Any, judge: Any, objective: str, threshold: float, *,
                 readers: list[Callable[..., Any] | None] | None = None, attribute_all: bool = False,
-                on_read_point: Callable[[str, WriteTrace], None] | None = None) -> list[TrialResult]:
+                on_read_point: Callable[[str, WriteTrace], None] | None = None,
+                on_instance: Callable[[int, int, list[float]], bool] | None = None) -> list[TrialResult]:
     """One write pass of ``program`` over the stream, read at every read point by each of
     ``readers`` (callables like ``program.read``; default: the program's own); one result per reader.
 
@@ -166,6 +171,7 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
     failed or not; ``on_read_point(namespace, trace)`` runs after each write that questions follow.
     A retrieve failure of the program's own reader also records where its gold ranks in a deeper
     read (`gold_rank`); shared readers (landscapes) memoise reads per query and are not asked twice.
+    ``on_instance`` (one reader): see `evaluate`; the stream stops after a dialogue where it returns True.
     """
     # The deeper gold-rank read goes to the program directly, not through the timed reader: it is
     # diagnosis, not a read the memory's user makes, so it stays out of read_p50/p95.
@@ -187,7 +193,13 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
         texts = list(dict.fromkeys(q.text for d in bench.dialogues for q in d.questions))
         for i in range(0, len(texts), 512):
             program.resources.embedder.embed(texts[i:i + 512])
+    total, done, mark = len(bench.dialogues), 0, 0
     for dialogue in bench.dialogues:
+        if on_instance is not None and done:  # the previous dialogue is scored: stop here?
+            if on_instance(done, total, [o.score for o in outcomes[0][mark:]]):
+                break
+            mark = len(outcomes[0])
+        done += 1
         for session, questions in stream_schedule(dialogue):
             t0 = time.perf_counter()
             if program is not None:
@@ -212,10 +224,15 @@ def _run_stream(program: MemoryProgram | None, bench: Benchmark, top_k: int, bud
                     if outcome is not None:
                         outs.append(outcome)
                 times["read_s"] += embed_s + time.perf_counter() - t0
+    if on_instance is not None and done == total and total:
+        on_instance(done, total, [o.score for o in outcomes[0][mark:]])  # the last one: reported, nothing to stop
     for waiting, values in zip(pending, per_query):
         score_retrieval(waiting, values)
-    return [_stream_result(bench, outs, values, times, objective, threshold, lat)
-            for outs, values, times, lat in zip(outcomes, per_query, timing, latency)]
+    results = [_stream_result(bench, outs, values, times, objective, threshold, lat)
+               for outs, values, times, lat in zip(outcomes, per_query, timing, latency)]
+    for r in results:
+        r.metadata["instances"] = {"done": done, "total": total}
+    return results
 
 
 def _timed(read: Callable[..., Any] | None, latency: list[float]) -> Callable[..., Any] | None:

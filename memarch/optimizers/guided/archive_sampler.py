@@ -3,6 +3,8 @@ parents from the study's archive (`Archive`: score and visits) and mutates each 
 machinery — that parent's diagnosis -> textual gradient -> one edit — recording parent -> child."""
 from __future__ import annotations
 
+from memarch.optimizers.search.optuna_internals import whole_study
+
 import logging
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
@@ -85,6 +87,7 @@ class ArchiveSampler(GuidedSampler):
 
     def sample_relative(self, study: "Study", trial: "FrozenTrial",
                         search_space: dict[str, "BaseDistribution"]) -> dict[str, Any]:
+        study = whole_study(study)  # a HyperbandPruner bracket: the whole study
         self._study = study  # `_plan` reads and writes the archive kept in the study
         return super().sample_relative(study, trial, search_space)
 

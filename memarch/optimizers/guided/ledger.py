@@ -38,10 +38,13 @@ class Ledger:
         for r in history.records:
             by_key.setdefault(r.architecture.key(), r)
         entries = []
-        for r in history.records:
+        for r in sorted(history.records + history.partial, key=lambda r: r.number):
             if not r.edit or not r.parent:
                 continue
             parent = by_key.get(r.parent)
+            if parent is not None and r.fidelity < 1:
+                entries.append(_pruned_entry(r, parent))
+                continue
             if parent is None:
                 entries.append(LedgerEntry(r.parent, r.edit, {"trial": r.number, "objective": r.objective}))
                 continue
@@ -115,3 +118,15 @@ class Ledger:
         lines = [f"[{e.status}] {e.edit} (from {e.condition}; delta {e.evidence.get('delta', '?')})"
                  for e in self.entries[-last:]]
         return "\n".join(lines) or "(empty)"
+
+
+def _pruned_entry(child, parent) -> LedgerEntry:
+    """A child the pruner stopped: its edit compared with the parent on the questions it saw
+    (refuted unless it was ahead there)."""
+    mine, theirs = child.scores_by_query(), parent.scores_by_query()
+    shared = [q for q in mine if q in theirs]
+    delta = (sum(mine[q] - theirs[q] for q in shared) / len(shared)) if shared else 0.0
+    return LedgerEntry(child.parent, child.edit, {
+        "trial": child.number, "parent_trial": parent.number, "objective": round(child.objective, 4),
+        "parent_objective": round(parent.objective, 4), "delta": round(delta, 4), "p_value": None,
+        "partial": round(child.fidelity, 4), "shared_questions": len(shared)}, REFUTED if delta <= 0 else PENDING)

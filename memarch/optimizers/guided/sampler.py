@@ -3,6 +3,8 @@ whole architecture from the study's trials and what their objectives recorded (p
 failure attribution); with nothing to go on it defers to an independent sampler."""
 from __future__ import annotations
 
+from memarch.optimizers.search.optuna_internals import whole_study
+
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -101,10 +103,12 @@ class GuidedSampler(BaseSampler):
 
     # -- the sampler contract -----------------------------------------------------------------------
     def infer_relative_search_space(self, study: "Study", trial: "FrozenTrial") -> dict[str, "BaseDistribution"]:
+        study = whole_study(study)  # a HyperbandPruner bracket: the whole study
         return self.space.all_distributions()  # full space: a proposal's knob values too
 
     def sample_relative(self, study: "Study", trial: "FrozenTrial",
                         search_space: dict[str, "BaseDistribution"]) -> dict[str, Any]:
+        study = whole_study(study)  # a HyperbandPruner bracket: the whole study
         if not search_space:
             return {}
         check_direction(study, type(self).__name__)
@@ -131,12 +135,15 @@ class GuidedSampler(BaseSampler):
 
     def sample_independent(self, study: "Study", trial: "FrozenTrial", param_name: str,
                            param_distribution: "BaseDistribution") -> Any:
+        study = whole_study(study)  # a HyperbandPruner bracket: the whole study
         return self._independent.sample_independent(study, trial, param_name, param_distribution)
 
     def before_trial(self, study: "Study", trial: "FrozenTrial") -> None:
+        study = whole_study(study)  # a HyperbandPruner bracket: the whole study
         self._independent.before_trial(study, trial)
 
     def after_trial(self, study: "Study", trial: "FrozenTrial", state: TrialState, values: Any) -> None:
+        study = whole_study(study)  # a HyperbandPruner bracket: the whole study
         self._independent.after_trial(study, trial, state, values)
 
     def reseed_rng(self) -> None:

@@ -16,6 +16,7 @@ from memarch.optimizers.landscapes.snap import Snap, random_order
 from memarch.pipeline.presets import warm_start_architectures
 from memarch.optimizers.search.runner import Search, StudyStopped
 from memarch.optimizers.search.param_space import ParamSpace
+from memarch.optimizers.search.fidelity import check_pruner, fidelity_of, instance_of, make_pruner
 from memarch.optimizers.strategies import check_strategy, make_sampler
 from memarch.optimizers.search.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace, Violation
@@ -28,16 +29,18 @@ logger = logging.getLogger(__name__)
 WARM_STARTS = ("presets", "none")
 
 
-def parse_strategy(spec: str) -> tuple[str, str | None]:
-    """``"guided"`` -> ("guided", None: the replay's warm start); ``"guided@none"`` -> a strategy
-    with its own warm start (the bench's cold-start guided)."""
+def parse_strategy(spec: str) -> tuple[str, str | None, str | None]:
+    """``"guided"`` -> ("guided", None, None: the replay's warm start and pruner); ``"guided@none"``
+    -> a strategy with its own warm start (the bench's cold-start guided); ``"tpe+wilcoxon"`` -> a
+    strategy with its own pruner (`fidelity.PRUNERS`), so one replay compares both on equal seeds."""
+    spec, _, pruner = spec.partition("+")
     name, _, warm = spec.partition("@")
     check_strategy(name)
     if warm and warm not in WARM_STARTS:
         from memarch.errors import MemarchError
 
         raise MemarchError(f"unknown warm start {warm!r} in {spec!r}; expected @{' or @'.join(WARM_STARTS)}")
-    return name, warm or None
+    return name, warm or None, check_pruner(pruner) if pruner else None
 
 
 class LandscapeSubspace(ArchitectureSpace):
@@ -78,11 +81,15 @@ class Replay:
         finalists: architectures re-scored on validation to choose the pick.
         top_share: what a "top" architecture is: the best ``ceil(top_share x N)`` by search score,
             ties broken by lower memory cost (exact ties with the last of them count as top too).
+        pruner: ``none`` or a `fidelity.PRUNERS` name for strategies without their own
+            (``tpe+median``): lookups are handed out dialogue by dialogue and ``budget`` and
+            ``horizon`` count full-evaluation equivalents; runs also report the evaluation cost to
+            the first (complete) top architecture.
     """
 
     def __init__(self, landscape: "Landscape", *, objective: str | None = None, budget: int = 20,
                  horizon: int | None = None, warm_start: str = "presets", k: int = 3, finalists: int = 3,
-                 top_share: float = 0.01, threshold: float = 0.5):
+                 top_share: float = 0.01, threshold: float = 0.5, pruner: str = "none"):
         from memarch.optimizers.landscapes.table import LandscapeMetric
 
         self.landscape = landscape
@@ -93,6 +100,8 @@ class Replay:
         self.warm_start = warm_start
         self.k, self.finalists, self.top_share = int(k), int(finalists), float(top_share)
         self.space = LandscapeSubspace(landscape)
+        self.pruner = check_pruner(pruner)
+        self.instances = len({instance_of(q) for q in landscape.arrays["query_id"][landscape.splits["search"]].tolist()})
         self.table = LandscapeTable(landscape, self.objective, top_share)
         # A landscape built with levers (levers.py) is searched as categorical choices plus those
         # knob levels; a sampled one: strategies draw among its architectures (snap.py), runs stop at its size.
@@ -114,11 +123,12 @@ class Replay:
         return ParamSpace(self.space)
 
     def run(self, spec: str, seed: int) -> ReplayRun:
-        name, warm = parse_strategy(spec)
-        warm = warm or self.warm_start
+        name, warm, pruner = parse_strategy(spec)
+        warm, pruner = warm or self.warm_start, pruner or self.pruner
         ss = self.param_space()
         sampler = make_sampler(name, ss, seed=seed, k=self.k, no_memory=lambda: self.metric(None, "search"))
-        study = open_study(f"{spec}-{seed}", make_storage(None), sampler, space=ss.describe())
+        study = open_study(f"{spec}-{seed}", make_storage(None), sampler, space=ss.describe(),
+                           pruner=make_pruner(pruner, self.instances))
         warm_keys: set[str] = set()
         if warm == "presets":
             for arch in warm_start_architectures(self.space, seed, self.k)[:self.budget]:
@@ -129,7 +139,7 @@ class Replay:
             for arch in random_order(self.landscape, seed, warm_keys)[:self.horizon - len(warm_keys)]:
                 study.enqueue_trial(ss.to_params(arch), user_attrs={"role": "random_order"})
         search = Search(self.metric, ss, budget=self.horizon, data="search", max_failures=5,
-                        stuck_limit=20 * self.horizon + 100, callbacks=[snap] if snap else None)
+                        stuck_limit=20 * self.horizon + 100, callbacks=[snap] if snap else None, pruner=pruner)
         if snap is not None:
             snap.search = search
         stopped = None
@@ -142,7 +152,9 @@ class Replay:
         keys = [r.architecture.key() for r in history.records]
         from memarch.optimizers.search.history import History
 
-        prefix = History(history.records[:self.budget], cache=history.cache)
+        within, cost_to_top, spent = self._costs(study)
+        prefix = History(history.records[:self.budget] if pruner == "none" else
+                         [r for r in history.records if r.number in within], cache=history.cache)
         pick, val = choose_on_validation(prefix, self.metric, "validation", self.finalists)
         counts = dict(search.stats())
         if snap is not None:
@@ -152,7 +164,30 @@ class Replay:
         return ReplayRun(strategy=spec, seed=seed, keys=keys, pick=pick.key(), pick_validation=val[pick.key()],
                          pick_test=float(self.table.test[self.landscape.index(pick)]),
                          trials_to_top=self.table.first_top(keys), curve=history.best_so_far(),
-                         counts=counts, stopped=stopped)
+                         counts=counts, stopped=stopped, cost_to_top=cost_to_top, cost=spent,
+                         pruned=len(history.partial))
+
+    def _costs(self, study: optuna.Study) -> tuple[set[int], float | None, float]:
+        """(trials completed within the budget's cost, the cost when the first complete top
+        architecture finished, the run's whole cost), in full-evaluation equivalents."""
+        from optuna.trial import TrialState
+
+        from memarch.optimizers.search.history import ARCH_ATTR
+        from memarch.optimizers.search.trial_function import trial_key
+
+        spent, within, to_top = 0.0, set(), None
+        for t in sorted(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)),
+                        key=lambda t: t.number):
+            cost = fidelity_of(t)
+            if not cost:
+                continue
+            spent += cost
+            if t.state == TrialState.COMPLETE and ARCH_ATTR in t.user_attrs:
+                if spent <= self.budget + 1e-9:
+                    within.add(t.number)
+                if to_top is None and trial_key(t) in self.table.top:
+                    to_top = spent
+        return within, to_top, spent
 
     def run_all(self, strategies: list[str], seeds: Any, *, workers: int = 1, progress: Any = None) -> "ReplayReport":
         jobs = [(s, int(seed)) for s in strategies for seed in seeds]

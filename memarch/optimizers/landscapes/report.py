@@ -35,6 +35,9 @@ class ReplayRun:
     curve: list[float]  # best-so-far search objective per distinct evaluation
     counts: dict[str, int] = field(default_factory=dict)
     stopped: str | None = None
+    cost_to_top: float | None = None  # full evaluations spent when the first top one completed (None: not within the horizon)
+    cost: float = 0.0  # full evaluations the run spent (a pruned trial costs the share of dialogues it saw)
+    pruned: int = 0  # trials a pruner stopped
 
 
 class ReplayReport:
@@ -91,6 +94,7 @@ class ReplayReport:
             gains = [(r.pick_test - bp) / denom if bp is not None and denom > 1e-12 else float("nan") for r in runs]
             ranks = [t.rank_percentile(r.pick) for r in runs]
             hits = [r.trials_to_top if r.trials_to_top is not None else horizon + 1 for r in runs]
+            costs = [r.cost_to_top if r.cost_to_top is not None else horizon + 1 for r in runs]
             best_at_budget = [r.curve[min(budget, len(r.curve)) - 1] for r in runs if r.curve]
             out.append({
                 "strategy": s, "seeds": len(runs),
@@ -98,6 +102,8 @@ class ReplayReport:
                 "rank_percentile": bootstrap_ci(ranks), "trials_to_top": bootstrap_ci(hits),
                 "top_within_budget": sum(h <= budget for h in hits) / len(runs),
                 "top_within_horizon": sum(h <= horizon for h in hits) / len(runs),
+                "cost_to_top": bootstrap_ci(costs), "top_within_budget_cost": sum(c <= budget for c in costs) / len(runs),
+                "pruned": float(np.median([r.pruned for r in runs])),
                 "best_search_at_budget": float(np.median(best_at_budget)) if best_at_budget else float("nan"),
                 "picks_top_share": sum(r.pick in t.top for r in runs) / len(runs),
                 "distinct_picks": len({r.pick for r in runs}),
@@ -114,6 +120,18 @@ class ReplayReport:
             return {}
         return {s: ratio_ci(mine, [r.trials_to_top or horizon + 1 for r in self.by_strategy(s)])
                 for s in self.strategies if s != of}
+
+    def cost_ratios(self) -> dict[str, tuple[float, float, float]]:
+        """For each ``X+pruner`` strategy with a plain ``X`` beside it: median evaluation cost to a
+        top architecture of the pruned runs / that of the unpruned ones, with its CI."""
+        horizon, out = self.replay.horizon, {}
+        for s in self.strategies:
+            base = s.partition("+")[0]
+            if s != base and base in self.strategies:
+                pruned = [r.cost_to_top if r.cost_to_top is not None else horizon + 1 for r in self.by_strategy(s)]
+                plain = [r.cost_to_top if r.cost_to_top is not None else horizon + 1 for r in self.by_strategy(base)]
+                out[s] = ratio_ci(pruned, plain)
+        return out
 
     # -- output ---------------------------------------------------------------------------------------
     def table(self) -> str:
@@ -136,6 +154,14 @@ class ReplayReport:
                          f"{g['gap']:+.4f} [{g['gap_low']:+.4f}, {g['gap_high']:+.4f}] over {g['questions']} test "
                          f"questions; noise (1.96 SE) {g['noise']:.4f}: {verdict}")
         lines += strategy_lines(self.rows(), self.ratios())
+        if any("+" in s for s in self.strategies) or getattr(rp, "pruner", "none") != "none":
+            lines.append("in full-evaluation equivalents (a pruned trial costs the share of dialogues it saw):")
+            for r in self.rows():
+                lines.append(f"  {r['strategy']}: evaluation cost to top {_ci(r['cost_to_top'], 1)}, top within "
+                             f"budget {r['top_within_budget_cost']:.0%}, trials pruned per run {r['pruned']:.0f} (median)")
+        for s, (m, lo, hi) in self.cost_ratios().items():
+            lines.append(f"evaluation cost to top, {s} / {s.partition('+')[0]}: {m:.2f} [{lo:.2f}, {hi:.2f}]"
+                         + ("  (CI below 1/2)" if hi < 0.5 else "  (CI below 1)" if hi < 1 else ""))
         for r in self.rows():
             shown = {k: v for k, v in r["counts"].items() if v and k not in ("evaluated", "rounds")}
             extra = f"; stopped early in {r['stopped']} runs" if r["stopped"] else ""
@@ -150,9 +176,11 @@ class ReplayReport:
                 "horizon": rp.horizon, "warm_start": rp.warm_start, "k": rp.k, "top": sorted(self.table_.top),
                 "gap": self.gap(), "rows": self.rows(),
                 "ratios": {s: list(v) for s, v in self.ratios().items()},
+                "cost_ratios": {s: list(v) for s, v in self.cost_ratios().items()},
                 "runs": [{"strategy": r.strategy, "seed": r.seed, "pick": r.pick, "pick_test": r.pick_test,
                           "pick_validation": r.pick_validation, "trials_to_top": r.trials_to_top,
-                          "evaluated": r.keys[:rp.budget], "counts": r.counts, "stopped": r.stopped}
+                          "evaluated": r.keys[:rp.budget], "counts": r.counts, "stopped": r.stopped,
+                          "cost_to_top": r.cost_to_top, "cost": r.cost, "pruned": r.pruned}
                          for r in self.runs]}
 
     def plot(self, path: str | Path) -> Path:

@@ -83,7 +83,8 @@ class Snap:
         if not any(rule == NOT_IN_LANDSCAPE for _, _, rule in new) or trial.state != optuna.trial.TrialState.PRUNED:
             return
         params = dict(trial.params)
-        taken = {k for _, k in self.search.objective.evaluated} | self.queued
+        taken = {k for _, k in self.search.objective.evaluated} | {k for _, k, _ in self.search.objective.pruned} \
+            | self.queued
         arch = self.nearest(params, taken)
         if arch is None:
             return

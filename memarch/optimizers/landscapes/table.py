@@ -271,7 +271,13 @@ class LandscapeMetric:
     def family(self) -> str:
         return self.landscape.family
 
-    def __call__(self, architecture: Architecture | None, data: Any = "search") -> TrialResult:
+    def supports_instances(self) -> bool:
+        return True  # per-query outcomes: a lookup replays dialogue by dialogue (fidelity.staged)
+
+    def __call__(self, architecture: Architecture | None, data: Any = "search", *,
+                 on_instance: Any = None) -> TrialResult:
+        """The stored result; with ``on_instance`` it is handed out dialogue by dialogue, as a
+        live evaluation would, and cut where the callback says stop (a pruned trial)."""
         self.lookups += 1
         split = str(data)
         if architecture not in self.landscape:
@@ -282,4 +288,9 @@ class LandscapeMetric:
                 failed=True, error=f"{key_of(architecture)} is not in the landscape (sampled: "
                                    f"{sample.get('architectures', len(self.landscape) - 1)} of {sample.get('space', '?')})",
                 metadata={"objective": self.objective, "landscape": self.landscape.path})
-        return self.landscape.result(architecture, split, self.objective, self.threshold)
+        result = self.landscape.result(architecture, split, self.objective, self.threshold)
+        if on_instance is not None:
+            from memarch.optimizers.search.fidelity import staged
+
+            return staged(result, on_instance)
+        return result

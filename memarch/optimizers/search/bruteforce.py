@@ -2,6 +2,8 @@
 baseline for spaces small enough to enumerate."""
 from __future__ import annotations
 
+from memarch.optimizers.search.optuna_internals import whole_study
+
 import random
 from typing import TYPE_CHECKING, Any
 
@@ -34,10 +36,12 @@ class BruteForceSampler(BaseSampler):
         self._independent = RandomSampler(seed)
 
     def infer_relative_search_space(self, study: "Study", trial: "FrozenTrial") -> dict[str, "BaseDistribution"]:
+        study = whole_study(study)  # a HyperbandPruner bracket: the whole study
         return self.space.all_distributions()  # full space: each architecture at its knobs' defaults
 
     def sample_relative(self, study: "Study", trial: "FrozenTrial",
                         search_space: dict[str, "BaseDistribution"]) -> dict[str, Any]:
+        study = whole_study(study)  # a HyperbandPruner bracket: the whole study
         if not search_space:
             return {}
         if self._order is None:
@@ -51,4 +55,5 @@ class BruteForceSampler(BaseSampler):
 
     def sample_independent(self, study: "Study", trial: "FrozenTrial", param_name: str,
                            param_distribution: "BaseDistribution") -> Any:
+        study = whole_study(study)  # a HyperbandPruner bracket: the whole study
         return self._independent.sample_independent(study, trial, param_name, param_distribution)

@@ -8,6 +8,7 @@ import logging
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from memarch.optimizers.search.fidelity import FIDELITY_ATTR
 from memarch.optimizers.search.history import REPEAT_ATTR
 from memarch.optimizers.search.trial_function import distinct_taken
 
@@ -40,8 +41,10 @@ class StopAtBudget(StopRule):
         self._keys: dict[int, str] = {}
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        if distinct_taken(study, keys=self._keys) >= self.budget:
-            self.stop(study, f"budget reached: {self.budget} distinct architectures evaluated")
+        taken = distinct_taken(study, keys=self._keys)
+        if taken >= self.budget:
+            unit = "distinct architectures evaluated" if isinstance(taken, int) else "full evaluations spent"
+            self.stop(study, f"budget reached: {self.budget} {unit}")
 
 
 class StopOnFailures(StopRule):
@@ -86,7 +89,8 @@ class StopWhenStuck(StopRule):
         self.run = 0
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        new = trial.state == TrialState.COMPLETE and REPEAT_ATTR not in trial.user_attrs
+        new = REPEAT_ATTR not in trial.user_attrs and (  # a pruned trial evaluated something new too
+            trial.state == TrialState.COMPLETE or (trial.state == TrialState.PRUNED and FIDELITY_ATTR in trial.user_attrs))
         self.run = 0 if new or trial.state == TrialState.FAIL else self.run + 1
         if self.run >= self.limit:
             self.stop(study, f"{self.run} trials in a row evaluated nothing new (invalid or already "

@@ -79,6 +79,7 @@ class TrialRecord:
     role: str = ""  # who proposed it: warm_start / random / tpe / exploit / explore / lm / ...
     edit: str = ""  # the coordinate edit a guided proposal made, e.g. "retrieve: hybrid -> mmr"
     parent: str = ""  # architecture key the edit was applied to
+    fidelity: float = 1.0  # share of the split's instances scored (< 1: a pruned trial's partial result)
     _scores: dict[str, float] | None = field(default=None, repr=False)
 
     def scores_by_query(self) -> dict[str, float]:
@@ -111,7 +112,8 @@ class HistoryCache:
             result = expand(arch, trial.user_attrs[RESULT_ATTR])
             rec = TrialRecord(trial.number, arch, result.objective, cost_of(result), result,
                               role=proposal_attr(trial, "role"), edit=proposal_attr(trial, "edit"),
-                              parent=proposal_attr(trial, "parent"))
+                              parent=proposal_attr(trial, "parent"),
+                              fidelity=float(trial.user_attrs.get("fidelity", 1.0)))
             self.records[trial.number] = rec
         return rec
 
@@ -119,19 +121,27 @@ class HistoryCache:
 @dataclass
 class History:
     """The distinct evaluated architectures of a study, in trial order (a repeat of an architecture
-    is not a new record; ``repeats`` counts them)."""
+    is not a new record; ``repeats`` counts them). ``partial``: the architectures a pruner stopped
+    (`fidelity.py`), each with the outcomes of the instances it saw and its ``fidelity`` < 1 — never
+    a pick, a parent or a front member, but tried (never proposed again) and evidence for the
+    guided ledger."""
 
     records: list[TrialRecord] = field(default_factory=list)
     repeats: int = 0
     cache: HistoryCache = field(default_factory=HistoryCache, repr=False)
+    partial: list[TrialRecord] = field(default_factory=list)
 
     @classmethod
     def from_study(cls, study: "optuna.Study", cache: HistoryCache | None = None) -> "History":
         from optuna.trial import TrialState
 
         cache = cache or HistoryCache()
-        records, seen, repeats = [], set(), 0
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        records, seen, repeats, partial = [], set(), 0, []
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+            if t.state == TrialState.PRUNED:
+                if "fidelity" in t.user_attrs and REPEAT_ATTR not in t.user_attrs and RESULT_ATTR in t.user_attrs:
+                    partial.append(cache.record(t))
+                continue
             if REPEAT_ATTR in t.user_attrs:
                 repeats += 1
                 continue
@@ -144,7 +154,7 @@ class History:
                 continue
             seen.add(key)
             records.append(rec)
-        return cls(records, repeats, cache)
+        return cls(records, repeats, cache, partial)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -152,8 +162,8 @@ class History:
     def tried(self) -> set[str]:
         """Keys of the evaluated architectures (computed once: records are not added afterwards)."""
         cached = self.__dict__.get("_tried")
-        if cached is None or cached[0] != len(self.records):
-            cached = (len(self.records), frozenset(r.architecture.key() for r in self.records))
+        if cached is None or cached[0] != (len(self.records), len(self.partial)):
+            cached = ((len(self.records), len(self.partial)), frozenset(r.architecture.key() for r in self.records + self.partial))
             self.__dict__["_tried"] = cached
         return set(cached[1])
 

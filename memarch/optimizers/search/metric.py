@@ -63,11 +63,20 @@ class BenchmarkMetric:
         default = "experience" if isinstance(self.benchmark, TaskBenchmark) else "conversation"
         return getattr(self.benchmark, "family", default)
 
-    def __call__(self, architecture: Architecture | None, data: Any = "search") -> TrialResult:
+    def supports_instances(self) -> bool:
+        """Conversation benchmarks score dialogue by dialogue (a pruner can stop a trial between
+        two); agent benchmarks score a collection phase, then tasks, as one."""
+        from memarch.benchmarks.base import TaskBenchmark
+
+        return not isinstance(self.benchmark, TaskBenchmark)
+
+    def __call__(self, architecture: Architecture | None, data: Any = "search", *,
+                 on_instance: Any = None) -> TrialResult:
         from memarch.benchmarks.evaluation.evaluate import evaluate
 
+        extra = {"on_instance": on_instance} if on_instance is not None else {}
         return evaluate(architecture, self.benchmark, split=str(data), resources=self.resources,
-                        limit=self.limit, **self.kwargs)
+                        limit=self.limit, **self.kwargs, **extra)
 
 
 class CachedMetric:
@@ -95,15 +104,29 @@ class CachedMetric:
             raise AttributeError(name)
         return getattr(self.metric, name)
 
-    def __call__(self, architecture: Architecture | None, data: Any = "search") -> TrialResult:
+    def supports_instances(self) -> bool:
+        from memarch.optimizers.search.fidelity import supports_instances
+
+        return supports_instances(self.metric)
+
+    def __call__(self, architecture: Architecture | None, data: Any = "search", *,
+                 on_instance: Any = None) -> TrialResult:
+        """The memoised result (a copy: the search annotates costs on it); with ``on_instance`` a
+        memoised result is handed out dialogue by dialogue, and a new evaluation that is stopped
+        early is not kept (only complete results are)."""
         import copy
+
+        from memarch.optimizers.search.fidelity import staged
 
         key = (architecture.key() if architecture else "none", str(data))
         if key not in self.results:
             self.evaluations += 1
-            result = self.metric(architecture, data)
-            if result.failed:
+            result = self.metric(architecture, data, on_instance=on_instance) if on_instance is not None \
+                else self.metric(architecture, data)
+            if result.failed or "instances" in result.metadata and \
+                    result.metadata["instances"]["done"] < result.metadata["instances"]["total"]:
                 return result
             self.results[key] = result
-        # A copy: the search annotates costs on the result it gets.
-        return copy.deepcopy(self.results[key])
+            return copy.deepcopy(result)
+        result = copy.deepcopy(self.results[key])
+        return staged(result, on_instance) if on_instance is not None else result

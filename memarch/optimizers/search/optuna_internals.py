@@ -42,3 +42,12 @@ def heartbeat_trial_ids(backend: Any, trial_ids: list[int]) -> set[int]:
             models.TrialHeartbeatModel.trial_id.in_(trial_ids)).all()}
     finally:
         session.close()
+
+
+def whole_study(study: "optuna.Study") -> "optuna.Study":
+    """The study itself when `HyperbandPruner` hands a sampler one bracket's view of it (a private
+    ``_BracketStudy`` that refuses ``user_attrs`` and the other trials): memarch's samplers read
+    the whole history, whatever bracket a trial is in."""
+    if type(study).__name__ == "_BracketStudy":
+        return object.__getattribute__(study, "_study")
+    return study

@@ -72,7 +72,8 @@ def make_storage(url: str | None = DEFAULT_STORAGE, *, heartbeat_interval: int =
 
 def open_study(name: str, storage: optuna.storages.BaseStorage, sampler: optuna.samplers.BaseSampler, *,
                space: dict, resume: bool = False, attrs: dict | None = None,
-               objectives: tuple[str, ...] | list[str] = SINGLE) -> optuna.Study:
+               objectives: tuple[str, ...] | list[str] = SINGLE,
+               pruner: optuna.pruners.BasePruner | None = None) -> optuna.Study:
     """Create ``name``, or continue it when ``resume``; a resumed study must search the same space
     for the same objectives (``("quality",)``, or quality and costs: a multi-objective study).
 
@@ -82,7 +83,7 @@ def open_study(name: str, storage: optuna.storages.BaseStorage, sampler: optuna.
     existing = set(optuna.study.get_all_study_names(storage))
     if name in existing and not resume:
         raise MemarchError(f"study {name!r} already exists; pass --resume to continue it or use another --study-name")
-    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler,
+    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner,
                                 directions=directions(objectives), load_if_exists=True)
     stored = study.user_attrs.get(SPACE_ATTR)
     if stored is None:

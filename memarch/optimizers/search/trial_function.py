@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import optuna
 from optuna.trial import TrialState
 
+from memarch.optimizers.search.fidelity import FIDELITY_ATTR, InstanceReporter, check_pruner, supports_instances
 from memarch.optimizers.search.history import ARCH_ATTR, REPEAT_ATTR, RESULT_ATTR, compact
 from memarch.optimizers.search.study import fail_stale
 from memarch.optimizers.search.objectives import SINGLE, values_of
@@ -102,12 +103,22 @@ class TrialFunction:
         on_result: called with (trial number, architecture, result) after each evaluation.
         objectives: ``("quality",)`` (one value per trial) or quality and costs (a tuple per
             trial, for a study created with one direction per objective).
+        pruner: ``none``, or a pruner of `fidelity.PRUNERS` (the study must have been created with
+            `fidelity.make_pruner` of the same name): the metric scores instance by instance and a
+            trial the pruner stops is PRUNED with its partial outcomes and ``fidelity`` (the share
+            of instances it saw); ``budget`` then counts full-evaluation equivalents.
     """
 
     def __init__(self, metric: Metric, space: "ParamSpace", *, data: Any = "search", budget: int | None = None,
                  on_result: Callable[[int, Architecture, TrialResult], None] | None = None,
-                 objectives: tuple[str, ...] = SINGLE):
+                 objectives: tuple[str, ...] = SINGLE, pruner: str | None = "none"):
         self.metric = metric
+        self.pruner = check_pruner(pruner)
+        if self.pruner != "none" and len(objectives) > 1:
+            from memarch.errors import MemarchError
+
+            raise MemarchError(f"--pruner {self.pruner} needs one objective (Optuna prunes single-objective "
+                               f"studies only), not {', '.join(objectives)}")
         self.objectives = tuple(objectives)
         self.space = space
         self.data = data
@@ -117,6 +128,8 @@ class TrialFunction:
         self.repeats: list[tuple[int, str, int]] = []  # (trial number, architecture, first trial)
         self.failures: list[tuple[int, str, str]] = []  # (trial number, architecture, error)
         self.evaluated: list[tuple[int, str]] = []  # (trial number, architecture) evaluated here
+        self.pruned: list[tuple[int, str, float]] = []  # (trial number, architecture, fidelity) stopped early
+        self.unstaged = 0  # trials a pruner could not stop: the metric scores only whole splits
         self._seen: dict[str, tuple[int, Any]] = {}  # key -> (first trial, value or values), this process
         self._keys: dict[int, str] = {}  # trial number -> architecture key (trials never change it)
 
@@ -135,6 +148,13 @@ class TrialFunction:
         arch = arch.canonical()
         key = arch.key()
         first = self._evaluated(trial.study, key, trial.number)
+        if first is None and self.pruner != "none":
+            stopped = self._pruned_before(trial.study, key)
+            if stopped is not None:  # a pruned architecture is not evaluated again: pruned at no cost
+                self.repeats.append((trial.number, key, stopped))
+                trial.set_user_attr(REPEAT_ATTR, stopped)
+                trial.set_user_attr(ARCH_ATTR, arch.to_dict())
+                raise optuna.TrialPruned(f"{key} was pruned in trial {stopped}")
         if first is not None:
             number, value = first
             self.repeats.append((trial.number, key, number))
@@ -144,14 +164,29 @@ class TrialFunction:
             trial.set_user_attr(ARCH_ATTR, arch.to_dict())
             return value
         t0 = time.perf_counter()
-        result = self.metric(arch, self.data)
+        reporter = None
+        if self.pruner != "none" and supports_instances(self.metric):
+            reporter = InstanceReporter(trial, self.pruner)
+            result = self.metric(arch, self.data, on_instance=reporter)
+        else:
+            self.unstaged += self.pruner != "none"
+            result = self.metric(arch, self.data)
         result.cost.setdefault("latency_s", time.perf_counter() - t0)
         if result.failed:
             self.failures.append((trial.number, key, str(result.error)[:300]))
             trial.set_user_attr(ARCH_ATTR, arch.to_dict())
             trial.set_user_attr("error", str(result.error)[:500])
             raise TrialFailed(f"{key}: {result.error}")
+        if reporter is not None and reporter.stopped:
+            record_result(trial, arch, result, self.objectives)
+            trial.set_user_attr(FIDELITY_ATTR, round(reporter.fidelity, 6))
+            self.pruned.append((trial.number, key, reporter.fidelity))
+            logger.info("trial %d: %s pruned after %d of %d instances (running mean %.4f)", trial.number, key,
+                        reporter.done, reporter.total, result.objective)
+            raise optuna.TrialPruned(f"pruned after {reporter.done} of {reporter.total} instances")
         value = record_result(trial, arch, result, self.objectives)
+        if reporter is not None:
+            trial.set_user_attr(FIDELITY_ATTR, 1.0)
         self._seen[key] = (trial.number, value)
         self.evaluated.append((trial.number, key))
         if self.on_result is not None:
@@ -175,6 +210,14 @@ class TrialFunction:
         return None
 
 
+    def _pruned_before(self, study: optuna.Study, key: str) -> int | None:
+        """The trial that pruned ``key`` earlier, if any."""
+        for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)):
+            if FIDELITY_ATTR in t.user_attrs and REPEAT_ATTR not in t.user_attrs and ARCH_ATTR in t.user_attrs \
+                    and trial_key(t, self._keys) == key:
+                return t.number
+        return None
+
     def _wait_for_running(self, study: optuna.Study, key: str, number: int, timeout: float = 3600.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -197,23 +240,28 @@ def trial_key(trial: Any, memo: dict[int, str] | None = None) -> str:
     return key
 
 
-def distinct_taken(study: optuna.Study, *, before: int | None = None, keys: dict[int, str] | None = None) -> int:
+def distinct_taken(study: optuna.Study, *, before: int | None = None,
+                   keys: dict[int, str] | None = None) -> int | float:
     """Distinct architectures evaluated (COMPLETE, not a repeat) plus trials still RUNNING with a
     lower number than ``before``: workers race between counting and asking, and the lower-numbered
-    trials win the last slots.
+    trials win the last slots. A pruned trial adds its ``fidelity`` (the share of a full
+    evaluation it cost): with a pruner the budget is in full-evaluation equivalents.
 
     A running trial that already knows it takes no slot (pruned as over budget or invalid, or a
     repeat) is not counted: two workers whose over-budget trials each counted the other's would
     prune each other forever once a slot frees up (an invalid or repeated last trial).
     """
-    done, running = set(), 0
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
-        if t.state == TrialState.COMPLETE:
+    done, running, partial = set(), 0, 0.0
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING, TrialState.PRUNED)):
+        if t.state == TrialState.PRUNED:
+            if FIDELITY_ATTR in t.user_attrs and REPEAT_ATTR not in t.user_attrs:
+                partial += float(t.user_attrs[FIDELITY_ATTR])
+        elif t.state == TrialState.COMPLETE:
             if REPEAT_ATTR not in t.user_attrs and ARCH_ATTR in t.user_attrs and RESULT_ATTR in t.user_attrs:
                 done.add(trial_key(t, keys))
         elif before is not None and t.number < before and not _takes_no_slot(t):
             running += 1
-    return len(done) + running
+    return len(done) + running + partial if partial else len(done) + running
 
 
 def _takes_no_slot(trial: Any) -> bool:

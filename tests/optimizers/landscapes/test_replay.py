@@ -109,5 +109,7 @@ def test_cli_replay_bad_input_is_one_line_exit_2(land, argv, needle, capsys):
 
 
 def test_parse_strategy():
-    assert parse_strategy("guided@none") == ("guided", "none")
-    assert parse_strategy("tpe") == ("tpe", None)
+    assert parse_strategy("guided@none") == ("guided", "none", None)
+    assert parse_strategy("tpe") == ("tpe", None, None)
+    assert parse_strategy("tpe+wilcoxon") == ("tpe", None, "wilcoxon")
+    assert parse_strategy("guided@none+median") == ("guided", "none", "median")
