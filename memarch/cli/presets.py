@@ -13,9 +13,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from memarch.pipeline.manifest import declare_builtin_modules
     from memarch.pipeline.presets import NO_MEMORY, preset_architectures
     from memarch.pipeline.space import ArchitectureSpace
 
+    declare_builtin_modules()  # the modules' declarations are all it reads: no import of DSPy
     full = ArchitectureSpace(args.family)
     free = ArchitectureSpace(args.family, lm_available=False)
     rows = []

@@ -14,8 +14,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from memarch.pipeline.manifest import declare_builtin_modules
     from memarch.pipeline.space import ArchitectureSpace
 
+    declare_builtin_modules()  # the modules' declarations are all it reads: no import of DSPy
     if args.markdown:
         print(module_table())
         return 0

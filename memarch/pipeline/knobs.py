@@ -81,6 +81,11 @@ class Knob:
                 "default": self.default, "description": self.description,
                 "family_defaults": dict(self.family_defaults), "group": self.group}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Knob":
+        """The knob `to_dict` wrote."""
+        return cls(**{**d, "family_defaults": tuple(d["family_defaults"].items())})
+
 
 def _fmt(v: float | int) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:g}"

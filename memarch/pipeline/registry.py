@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from memarch.pipeline.knobs import Knob
 
@@ -23,11 +23,13 @@ ROLE_FIELD = {"encoder": "encode", "store": "store", "retriever": "retrieve", "m
 
 @dataclass(frozen=True)
 class ModuleSpec:
-    """What a module declares about itself; the space reads only this."""
+    """What a module declares about itself; the space reads only this. ``source``
+    (``"module:qualname"``) names the class: `cls` imports it on first use when the spec was read
+    from the registry's manifest (`memarch.pipeline.manifest`) rather than registered by the class."""
 
     role: str
     name: str
-    cls: type
+    source: str
     families: tuple[str, ...] = FAMILIES
     needs_lm: bool = False  # cannot run at all without an LM (drops out of the LM-free space)
     uses_lm: bool = False  # uses an LM when one is configured, has a real LM-free path otherwise
@@ -41,6 +43,17 @@ class ModuleSpec:
     # Outside the AutoMem menu (its 3720 tuples): valid in an architecture, searched only in a space
     # built with ``opt_in`` (a benchmark whose agent uses it, e.g. note taking on TextWorldExpress).
     opt_in: bool = False
+    _cls: type | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def cls(self) -> type:
+        if self._cls is None:
+            module, _, qualname = self.source.partition(":")
+            obj: Any = importlib.import_module(module)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+            object.__setattr__(self, "_cls", obj)
+        return self._cls  # type: ignore[return-value]
 
     def knob(self, name: str) -> Knob | None:
         return next((k for k in self.knobs if k.name == name), None)
@@ -55,11 +68,26 @@ class ModuleSpec:
             "knobs": [k.to_dict() for k in self.knobs], "opt_in": self.opt_in,
         }
 
+    def declaration(self) -> dict:
+        """Everything the spec declares, as JSON data (`from_declaration` reads it back)."""
+        return {**self.capabilities(), "source": self.source, "order": self.order}
+
+    @classmethod
+    def from_declaration(cls, d: dict) -> "ModuleSpec":
+        return cls(
+            role=d["role"], name=d["name"], source=d["source"], families=tuple(d["families"]),
+            needs_lm=d["needs_lm"], uses_lm=d["uses_lm"], needs_embeddings=d["needs_embeddings"],
+            provides=frozenset(d["provides"]), requires_store=frozenset(d["requires_store"]),
+            requires_retriever=frozenset(d["requires_retriever"]), description=d["description"],
+            order=d["order"], knobs=tuple(Knob.from_dict(k) for k in d["knobs"]), opt_in=d["opt_in"],
+        )
+
 
 @dataclass
 class Registry:
     _specs: dict[tuple[str, str], ModuleSpec] = field(default_factory=dict)
     _counter: int = 0
+    declared: bool = False  # the built-in modules' specs came from the manifest (see `declare`)
 
     def register(
         self,
@@ -94,12 +122,15 @@ class Registry:
         def decorate(cls: type) -> type:
             key = (role, name)
             old = self._specs.get(key)
-            if old is not None and old.cls.__qualname__ != cls.__qualname__:
-                raise ValueError(f"{role} {name!r} is already registered by {old.cls.__qualname__}")
+            # By name, not `old.cls`: a declared spec's class may be the one being imported now.
+            old_qualname = old.source.partition(":")[2] if old is not None else None
+            if old is not None and old_qualname != cls.__qualname__:
+                raise ValueError(f"{role} {name!r} is already registered by {old_qualname}")
             self._counter += 1
             doc = (cls.__doc__ or "").strip().splitlines()
             spec = ModuleSpec(
-                role=role, name=name, cls=cls, families=fams, needs_lm=needs_lm,
+                role=role, name=name, source=f"{cls.__module__}:{cls.__qualname__}", _cls=cls,
+                families=fams, needs_lm=needs_lm,
                 uses_lm=uses_lm or needs_lm, needs_embeddings=needs_embeddings,
                 provides=frozenset(provides), requires_store=frozenset(requires_store),
                 requires_retriever=frozenset(requires_retriever),
@@ -114,6 +145,21 @@ class Registry:
             return cls
 
         return decorate
+
+    def declare(self, specs: Iterable[ModuleSpec]) -> None:
+        """Take the built-in modules' specs read from the manifest (`memarch.pipeline.manifest`)
+        instead of importing their files; a module registered already keeps its own spec. Queries
+        then answer from these specs, and a spec's class is imported when first asked for."""
+        specs = list(specs)
+        for spec in specs:
+            self._specs.setdefault((spec.role, spec.name), spec)
+        # A module registered later takes its menu place after every declared one, as after an import.
+        self._counter = max([self._counter, *(s.order - 1000 for s in specs)]) + 1
+        self.declared = True
+
+    def _ensure_specs(self) -> None:
+        if not self.declared:
+            ensure_modules_loaded()
 
     def unregister(self, role: str, name: str) -> None:
         self._specs.pop((role, name), None)
@@ -134,7 +180,7 @@ class Registry:
             self._specs = saved
 
     def get(self, role: str, name: str) -> ModuleSpec:
-        ensure_modules_loaded()
+        self._ensure_specs()
         try:
             return self._specs[(role, name)]
         except KeyError:
@@ -144,7 +190,7 @@ class Registry:
             raise ArchitectureError(f"unknown {role} {name!r} (known: {known})", rule="known-names") from None
 
     def specs(self, role: str, family: str | None = None) -> list[ModuleSpec]:
-        ensure_modules_loaded()
+        self._ensure_specs()
         out = [s for (r, _), s in self._specs.items() if r == role and (family is None or family in s.families)]
         return sorted(out, key=lambda s: s.order)
 
@@ -152,7 +198,7 @@ class Registry:
         return [s.name for s in self.specs(role, family)]
 
     def family_of_encoder(self, name: str) -> str | None:
-        ensure_modules_loaded()
+        self._ensure_specs()
         spec = self._specs.get(("encoder", name))
         return spec.families[0] if spec else None
 
