@@ -18,6 +18,8 @@ def add_arguments(p) -> None:
                    help="comma-separated, of guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc; "
                    "NAME@none runs NAME without the warm start (default guided,random,tpe)")
     p.add_argument("--seeds", type=int, default=50, help="seeds per strategy (default 50)")
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="seeds run from this one (default 0): measure on seeds other than those a setting was chosen on")
     p.add_argument("--budget", type=int, default=20, help="distinct architectures per run (default 20)")
     p.add_argument("--horizon", type=int, default=None,
                    help="trials to continue to, to time the top (default 10 x budget)")
@@ -42,7 +44,8 @@ def run(args) -> int:
     from memarch.optimizers.landscapes.table import Landscape
     from memarch.optimizers.landscapes.replay import Replay, parse_strategy
 
-    for name, value, low in (("--seeds", args.seeds, 1), ("--budget", args.budget, 1), ("--k", args.k, 1),
+    for name, value, low in (("--seeds", args.seeds, 1), ("--first-seed", args.first_seed, 0),
+                             ("--budget", args.budget, 1), ("--k", args.k, 1),
                              ("--workers", args.workers, 1)):
         if value < low:
             raise MemarchError(f"{name} must be at least {low}, got {value}")
@@ -70,7 +73,7 @@ def run(args) -> int:
 
     bar = tqdm(total=len(strategies) * args.seeds, desc="replay", unit="run", leave=False, file=sys.stderr)
     try:
-        report = replay.run_all(strategies, range(args.seeds), workers=args.workers, progress=lambda r: bar.update(1))
+        report = replay.run_all(strategies, range(args.first_seed, args.first_seed + args.seeds), workers=args.workers, progress=lambda r: bar.update(1))
     finally:
         bar.close()
     table = report.table()
