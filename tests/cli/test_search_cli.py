@@ -96,3 +96,23 @@ def test_compile_prints_a_failed_test_evaluation_and_its_count(tmp_path, capsys,
     out = capsys.readouterr().out
     assert "test FAILED" in out and "test_failed 1" in out  # never "test 0.0000"
     assert "test evaluation failed: RuntimeError: test exploded" in out
+
+
+def test_compile_with_a_pruner_counts_full_evaluations_and_refuses_what_it_cannot_do(tmp_path, capsys):
+    storage = f"sqlite:///{tmp_path}/optuna.db"
+    six = ["--benchmark", "generated", "--knob", "conversations=6", "--knob", "sessions=2", "--embedder", "hash",
+           "--no-tracking", "--storage", storage, "--out", str(tmp_path), "--output", str(tmp_path / "p.json")]
+    assert main(["compile", *six, "--budget", "7", "--strategies", "random", "--pruner", "sha",
+                 "--study-name", "p"]) == 0
+    assert "compiled:" in capsys.readouterr().out
+    study = optuna.load_study(study_name="p", storage=storage)
+    from memarch.optimizers.search.fidelity import fidelity_of
+
+    spent = sum(fidelity_of(t) for t in study.trials)
+    assert 7 <= spent < 8  # the budget is in full evaluations, a pruned trial counting its share
+    assert any(t.state == optuna.trial.TrialState.PRUNED and 0 < fidelity_of(t) < 1 for t in study.trials)
+    for bad, needle in [(["--pruner", "asha"], "unknown pruner 'asha'"),
+                        (["--pruner", "sha", "--objectives", "quality,memory_tokens"], "needs one objective")]:
+        assert main(["compile", *six, "--budget", "2", *bad, "--study-name", "q"]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and "Traceback" not in err
