@@ -36,7 +36,8 @@ def compare_main(args, strategies: list[str], roles) -> int:
     import optuna
 
     from memarch.cli._metric import objective_line
-    from memarch.cli.compile import Progress, build_metric, space_line, storage_url, tracker_for
+    from memarch.cli._progress import Progress
+    from memarch.cli.compile import build_metric, space_line, storage_url, tracker_for
     from memarch.optimizers.comparison import compare
     from memarch.optimizers.tracking.tracker import ui_command
     from memarch.pipeline.embed import Embedder

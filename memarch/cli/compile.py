@@ -186,24 +186,6 @@ def storage_url(args) -> str | None:
     return None if args.storage in ("memory", "none", "") else args.storage
 
 
-class Progress:
-    """A tqdm bar over evaluated trials (stderr), as an ``on_trial`` callback."""
-
-    def __init__(self, total: int, desc: str):
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=total, desc=desc, unit="trial", leave=False)
-        self.best = float("-inf")
-
-    def __call__(self, number, arch, result) -> None:
-        self.best = max(self.best, result.objective)
-        self.bar.set_postfix_str(f"best {self.best:.3f}")
-        self.bar.update(1)
-
-    def close(self) -> None:
-        self.bar.close()
-
-
 def lm_roles(args):
     spec = getattr(args, "lm", "none") or "none"
     if spec == "none" and not getattr(args, "meta_lm", None):
@@ -269,6 +251,7 @@ def _compile(args, strategies: list[str], roles) -> int:
 
     from memarch.cli._metric import objective_line
     from memarch.optimizers.compile import MemarchOptimizer
+    from memarch.cli._progress import Progress
     from memarch.pipeline.presets import get_preset
     from memarch.optimizers.tracking.tracker import ui_command
     from memarch.pipeline.embed import Embedder

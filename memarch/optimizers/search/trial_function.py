@@ -100,7 +100,8 @@ class TrialFunction:
         data: what the metric scores on (a split name such as ``"search"``).
         budget: distinct architectures the study should hold; a trial started when they are all
             taken by other workers is pruned (None: no check).
-        on_result: called with (trial number, architecture, result) after each evaluation.
+        on_result: called with (trial number, architecture, result) after each evaluation (a
+            pruned one too: its ``result.metadata["instances"]`` says how many dialogues it saw).
         objectives: ``("quality",)`` (one value per trial) or quality and costs (a tuple per
             trial, for a study created with one direction per objective).
         pruner: ``none``, or a pruner of `fidelity.PRUNERS` (the study must have been created with
@@ -181,6 +182,8 @@ class TrialFunction:
             record_result(trial, arch, result, self.objectives)
             trial.set_user_attr(FIDELITY_ATTR, round(reporter.fidelity, 6))
             self.pruned.append((trial.number, key, reporter.fidelity))
+            if self.on_result is not None:  # result.metadata["instances"] says it is partial
+                self.on_result(trial.number, arch, result)
             logger.info("trial %d: %s pruned after %d of %d instances (running mean %.4f)", trial.number, key,
                         reporter.done, reporter.total, result.objective)
             raise optuna.TrialPruned(f"pruned after {reporter.done} of {reporter.total} instances")

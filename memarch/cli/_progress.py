@@ -1,0 +1,31 @@
+"""The progress bar of `compile` and `compare` over a study's trials."""
+from __future__ import annotations
+
+
+class Progress:
+    """A tqdm bar over evaluated trials (stderr), as an ``on_trial`` callback: advances by full
+    evaluations (a pruned trial by its share of dialogues, so the ETA holds with a pruner) and shows
+    the best complete score, the trials pruned and the embeddings computed (cache misses)."""
+
+    def __init__(self, total: int, desc: str):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit="trial", leave=False)
+        self.best = float("-inf")
+        self.pruned = 0
+        self.computed = 0
+
+    def __call__(self, number, arch, result) -> None:
+        seen = result.metadata.get("instances") or {}
+        share = seen["done"] / seen["total"] if seen.get("total") else 1.0
+        if share >= 1:
+            self.best = max(self.best, result.objective)
+        else:
+            self.pruned += 1
+        self.computed += int(result.cost.get("embeddings_computed", 0) or 0)
+        self.bar.set_postfix_str(f"best {self.best:.3f}" + (f", pruned {self.pruned}" if self.pruned else "")
+                                 + f", new embeddings {self.computed}")
+        self.bar.update(round(share, 4))
+
+    def close(self) -> None:
+        self.bar.close()
