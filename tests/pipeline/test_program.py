@@ -110,7 +110,7 @@ def test_save_does_not_clobber_on_failure(hash_resources, tmp_path, monkeypatch)
     assert path.read_text() == before
 
 
-@pytest.mark.parametrize("embedder", ["hash", "e5-small", "/models/my-local-model"])
+@pytest.mark.parametrize("embedder", ["hash", "e5-small", "all-MiniLM-L6-v2-onnx-int8", "/models/my-local-model"])
 def test_a_loaded_program_reads_with_the_embedder_its_memory_was_embedded_with(embedder):
     data = {"format": "memarch.program/1", "architecture": {"encode": ["turn"], "store": "vector",
                                                            "retrieve": "hybrid", "manage": "lightweight"},
