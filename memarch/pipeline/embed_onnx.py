@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from memarch.errors import MemarchError
+from memarch.pipeline.files import file_sha256
 
 ONNX_MODEL = "all-MiniLM-L6-v2-onnx"
 ONNX_INT8_MODEL = "all-MiniLM-L6-v2-onnx-int8"
@@ -70,26 +71,18 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
     return _FINGERPRINTS[stamp]
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _is_valid(path: Path) -> bool:
     """The cached file exists and its bytes match the digest written beside it."""
     digest = path.with_name(path.name + ".sha256")
     try:
-        return path.is_file() and digest.read_text().strip() == _file_sha256(path)
+        return path.is_file() and digest.read_text().strip() == file_sha256(path)
     except OSError:
         return False
 
 
 def _publish(tmp: Path, path: Path) -> None:
     """Move a finished temporary file into place, then its digest (both atomically)."""
-    digest = _file_sha256(tmp)
+    digest = file_sha256(tmp)
     os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shared cache from other users
     os.replace(tmp, path)
     fd, dtmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")

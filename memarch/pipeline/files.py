@@ -79,3 +79,14 @@ def writable_dir(path: str | os.PathLike, *, what: str = "--out") -> Path:
     if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
         raise MemarchError(f"{what} {path}: not a writable directory")
     return path
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 hex digest of a file's bytes, read in 1 MiB blocks."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -25,6 +25,7 @@ from memarch.errors import MemarchError
 from memarch.benchmarks.evaluation.evaluate import METRICS, _run_stream
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.space import ArchitectureSpace
+from memarch.pipeline.files import file_sha256
 
 SHARING_RULES = {
     SHARED_WRITE: "reads do not change memory, so every retriever reads one write pass",
@@ -64,14 +65,6 @@ class BuildPlan:
         return self.queries["query_id"].tolist()
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def data_fingerprint(path: Any) -> dict[str, Any] | None:
     """sha256 of the data file, or of every file under the data directory (sorted by path)."""
     if path is None:
@@ -79,10 +72,10 @@ def data_fingerprint(path: Any) -> dict[str, Any] | None:
     path = Path(path)
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     if path.is_file():
-        return {"path": str(path), "files": 1, "sha256": _sha256_file(path)}
+        return {"path": str(path), "files": 1, "sha256": file_sha256(path)}
     h = hashlib.sha256()
     for p in files:
-        h.update(f"{p.relative_to(path)}\x1f{_sha256_file(p)}\n".encode())
+        h.update(f"{p.relative_to(path)}\x1f{file_sha256(p)}\n".encode())
     return {"path": str(path), "files": len(files), "sha256": h.hexdigest()}
 
 
