@@ -66,7 +66,7 @@ def test_snap_queues_the_nearest_architecture_not_yet_taken(land):
 
 class _Objective:
     def __init__(self):
-        self.invalid, self.evaluated = [], []
+        self.invalid, self.evaluated, self.pruned = [], [], []
 
 
 class _Search:
