@@ -84,3 +84,21 @@ def small_generated():
     from memarch.benchmarks import get_benchmark
 
     return get_benchmark("generated", conversations=2, sessions=3)
+
+
+@pytest.fixture
+def block_import(monkeypatch):
+    """``block_import("pkg")``: importing ``pkg`` (or a submodule) raises ImportError, as when it is not installed."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def block(package: str) -> None:
+        def fake(name, *args, **kwargs):
+            if name == package or name.startswith(package + "."):
+                raise ImportError(f"No module named '{package}'")
+            return real_import(name, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "__import__", fake)
+
+    return block

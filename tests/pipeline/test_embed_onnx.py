@@ -2,7 +2,6 @@
 against the sentence-transformers (torch) path, plus the export cache (reused, never stale or corrupt)."""
 from __future__ import annotations
 
-import builtins
 import shutil
 
 import numpy as np
@@ -71,16 +70,9 @@ def test_empty_input_is_an_empty_matrix_without_a_model_load(monkeypatch):
         assert v.shape == (0, 384) and v.dtype == np.float32
 
 
-def test_missing_onnxruntime_is_one_clear_error(monkeypatch):
+def test_missing_onnxruntime_is_one_clear_error(monkeypatch, block_import):
     monkeypatch.setattr(embed_onnx, "_ENGINES", {})  # as in a fresh process
-    real_import = builtins.__import__
-
-    def no_ort(name, *args, **kwargs):
-        if name == "onnxruntime" or name.startswith("onnxruntime."):
-            raise ImportError("No module named 'onnxruntime'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_ort)
+    block_import("onnxruntime")
     with pytest.raises(MemarchError, match=r"needs the onnxruntime package: pip install") as err:
         Embedder(ONNX_INT8_MODEL, use_cache=False).embed(["hello"])
     assert "\n" not in str(err.value)
