@@ -19,3 +19,7 @@ class LMRequiredError(MemarchError):
 
 class DataError(MemarchError):
     """A data file is missing or malformed."""
+
+
+class NotFoundError(MemarchError):
+    """A named thing (a memory item of a user) does not exist; the server answers 404."""
