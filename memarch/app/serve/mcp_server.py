@@ -1,0 +1,236 @@
+"""The MCP server over a `Memory`: five tools (``add_memory``, ``search_memory``, ``get_memory``,
+``update_memory``, ``delete_memory``) an agent attaches over stdio or streamable HTTP, built on the
+official ``mcp`` SDK's `MCPServer`.
+
+Tools are sync functions: the SDK runs each call on a worker thread (``anyio.to_thread``), so a
+slow add never blocks the event loop, and `Memory` is thread-safe. Inputs are typed (pydantic, unknown
+arguments refused); results are structured (`Item` = the `MemoryRecord` fields); a `MemarchError`
+(bad input, a missing item, another user on a pinned server) becomes a tool error carrying its
+one-line message, and the server keeps answering.
+"""
+# No ``from __future__ import annotations``: the SDK reads the tools' signatures with eval_str.
+import hmac
+import ipaddress
+import logging
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from memarch.app.memory import Memory
+from memarch.errors import MemarchError
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT = 100_000
+MAX_MESSAGES = 1_000
+MAX_LIMIT = 100
+
+INSTRUCTIONS = (
+    "Long-term memory of the user(s) you talk with, compiled by memarch. Save what is worth "
+    "remembering with add_memory, look it up with search_memory before answering questions about "
+    "the past, fix a wrong memory with update_memory (the old text is kept in its history) and "
+    "remove one with delete_memory. Every call names the user_id whose memory it touches; users "
+    "never see each other's memories.")
+
+
+class Message(BaseModel):
+    """One chat message (mem0 / OpenAI shape)."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: Annotated[str, Field(description="Who spoke: 'user', 'assistant', ...", max_length=200)] = "user"
+    content: Annotated[str, Field(description="What was said.", min_length=1, max_length=MAX_TEXT)]
+    name: Annotated[str | None, Field(description="The speaker's name; when given, it is the speaker "
+                                                  "instead of the role.", max_length=200)] = None
+
+
+class Item(BaseModel):
+    """One memory item: what it says, how it scored, where it came from."""
+
+    id: str = Field(description="The item id (for get_memory, update_memory, delete_memory).")
+    text: str = Field(description="The memory's text.")
+    user_id: str = Field(description="Whose memory it is.")
+    encoder: str = Field(description="The encoder that wrote it (turn, fact, ...).")
+    score: float | None = Field(None, description="The retriever's score (search_memory only; higher is better).")
+    episode_id: str | None = Field(None, description="The add it came from (e12).")
+    source_ids: list[str] = Field(default_factory=list, description="The messages it was written from (e12:0).")
+    event_time: str | None = Field(None, description="When it happened (the add's timestamp or a date in the text).")
+    status: str = Field("active", description="active, superseded (updated or merged away) or deleted.")
+    lineage: list[dict[str, Any]] = Field(default_factory=list,
+                                          description="What the encoder and the manager did to it, oldest first.")
+    merged_from: list[str] = Field(default_factory=list, description="Ids of items merged into this one.")
+
+    @classmethod
+    def of(cls, record: Any) -> "Item":
+        """From a `MemoryRecord` (its encoder's ``fields`` left out)."""
+        d = record.to_dict()
+        return cls(**{k: d[k] for k in cls.model_fields if k in d}, merged_from=record.merged_from)
+
+
+class Items(BaseModel):
+    """Memory items, best first for a search."""
+
+    items: list[Item]
+
+
+class Updated(BaseModel):
+    """What an update did."""
+
+    updated: str = Field(description="The id of the item that was replaced (now superseded).")
+    items: list[Item] = Field(description="The items written from the new text.")
+
+
+class Deleted(BaseModel):
+    """What a delete did."""
+
+    deleted: int = Field(description="Items removed from search (1).")
+    item_id: str
+
+
+UserId = Annotated[str, Field(
+    description="Whose memory (each user's memories are separate). Required unless the server was "
+                "started for one user, where it defaults to that user and any other id is refused.",
+    min_length=1, max_length=200)]
+ItemId = Annotated[str, Field(description="An item id from a previous result.", min_length=1, max_length=200)]
+Timestamp = Annotated[str | None, Field(
+    description="When it was said: an ISO-8601 date or datetime (naive = UTC). Default: now.", max_length=64)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+
+
+def build_mcp(memory: Memory, *, user_id: str | None = None, name: str = "memarch") -> MCPServer:
+    """The `MCPServer` serving ``memory``'s five tools; ``user_id`` pins it to that user (a call for
+    another user is refused, and ``user_id`` may be omitted)."""
+    if user_id is not None and (not isinstance(user_id, str) or not user_id.strip()):
+        raise MemarchError(f"user_id: expected a non-empty string, got {user_id!r}")
+    instructions = INSTRUCTIONS + (f" This server serves only user {user_id!r}." if user_id else "")
+    server = MCPServer(name, instructions=instructions, log_level="WARNING")
+
+    def call(fn, *args, **kwargs):
+        """Run a `Memory` call; its one-line error becomes the tool's error."""
+        try:
+            return fn(*args, **kwargs)
+        except MemarchError as exc:
+            raise ToolError(str(exc)) from None
+
+    def whose(asked: str) -> str:
+        if user_id is not None and asked != user_id:
+            raise ToolError(f"this server serves only user {user_id!r}, not {asked!r}")
+        return asked
+
+    def add_memory(*, text: Annotated[Text | None, Field(
+                       description="One message from the user; give this or messages.")] = None,
+                   messages: Annotated[list[Message] | None, Field(
+                       description="A conversation session, oldest first; give this or text.",
+                       min_length=1, max_length=MAX_MESSAGES)] = None,
+                   user_id: UserId, timestamp: Timestamp = None) -> Items:
+        """Save something worth remembering about a user: one message (text) or a conversation
+        session (messages, [{role, content}]). The compiled program decides what to keep (a repeat
+        is merged into the existing item). Returns the items written, with their ids. Use it for
+        facts, preferences and events the user tells you, not for your own reasoning."""
+        if (text is None) == (messages is None):
+            raise ToolError("give exactly one of text or messages")
+        said: Any = text if messages is None else [m.model_dump(exclude_none=True) for m in messages]
+        return Items(items=[Item.of(r) for r in call(memory.add, said, user_id=whose(user_id), timestamp=timestamp)])
+
+    def search_memory(query: Annotated[Text, Field(description="What to look for, in plain words.")], *,
+                      user_id: UserId, limit: Annotated[int | None, Field(
+                          description=f"At most this many items (1-{MAX_LIMIT}; default: the program's top_k).",
+                          ge=1, le=MAX_LIMIT)] = None) -> Items:
+        """Find a user's memories relevant to a query (what they said, did, prefer), best first with
+        scores. Use it before answering anything about the user's past. Returns active items only
+        (not superseded or deleted ones); an empty list when nothing is stored."""
+        return Items(items=[Item.of(r) for r in call(memory.search, query, user_id=whose(user_id), limit=limit)])
+
+    def get_memory(item_id: ItemId, *, user_id: UserId) -> Item:
+        """One memory item by id, also a superseded or deleted one, with its full lineage (what
+        was created, merged, updated or deleted, and when). Use it to check an item's history."""
+        return Item.of(call(memory.get, item_id, user_id=whose(user_id)))
+
+    def update_memory(item_id: ItemId, text: Annotated[Text, Field(description="The corrected text.")], *,
+                      user_id: UserId, timestamp: Timestamp = None) -> Updated:
+        """Correct a wrong or outdated memory: the new text is written through the program and the
+        old item is superseded (it leaves search; its text stays in get_memory's history). Returns
+        the new items. Use it when the user corrects a fact; use add_memory for a new fact."""
+        new = call(memory.update, item_id, text, user_id=whose(user_id), timestamp=timestamp)
+        return Updated(updated=item_id, items=[Item.of(r) for r in new])
+
+    def delete_memory(item_id: ItemId, *, user_id: UserId) -> Deleted:
+        """Delete one memory item (it leaves search; get_memory still shows it as deleted). Use it
+        when the user asks you to forget something or an item is plainly wrong and has no
+        replacement. Deleting all of a user's memories is not offered here."""
+        return Deleted(deleted=call(memory.delete, user_id=whose(user_id), item_id=item_id), item_id=item_id)
+
+    tools = [(add_memory, "Save a memory", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
+             (search_memory, "Search memories", ToolAnnotations(read_only_hint=True)),
+             (get_memory, "Get one memory", ToolAnnotations(read_only_hint=True)),
+             (update_memory, "Correct a memory", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
+             (delete_memory, "Delete a memory", ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                                                idempotent_hint=True))]
+    for fn, title, annotations in tools:
+        if user_id is not None:  # pinned: user_id becomes optional, defaulting to the pinned user
+            fn.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), "user_id": user_id}
+        server.add_tool(fn, title=title, annotations=annotations, description=" ".join(fn.__doc__.split()))
+        _refuse_unknown_arguments(server._tool_manager.get_tool(fn.__name__))
+    return server
+
+
+def _refuse_unknown_arguments(tool: Any) -> None:
+    """The SDK ignores arguments a tool does not take; a misspelt ``limt`` should be an error."""
+    base = tool.fn_metadata.arg_model
+    tool.fn_metadata.arg_model = type(base.__name__, (base,), {
+        "model_config": ConfigDict(**base.model_config, extra="forbid"), "__module__": base.__module__})
+    tool.parameters["additionalProperties"] = False
+
+
+def run_mcp(memory: Memory, transport: Literal["stdio", "http"] | str, host: str = "127.0.0.1", port: int = 8766,
+            *, user_id: str | None = None, token: str | None = None, path: str = "/mcp") -> None:
+    """Serve ``memory`` over MCP until interrupted: ``stdio`` (the agent spawns this process) or
+    ``http`` (streamable HTTP at ``http://host:port/mcp``). Over http a non-loopback ``host`` needs
+    a bearer ``token`` (then required on every request); ``user_id`` pins the server to one user."""
+    server = build_mcp(memory, user_id=user_id)
+    if transport == "stdio":
+        server.run("stdio")
+        return
+    if transport != "http":
+        raise MemarchError(f"--mcp: expected stdio or http, got {transport!r}")
+    if token is None and not _loopback(host):
+        raise MemarchError(f"MCP over http on {host} (not loopback) needs a bearer token; "
+                           "bind 127.0.0.1 or give a token")
+    import uvicorn
+
+    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    if token is not None:
+        app = BearerToken(app, token)
+    log.info("MCP (streamable http) at http://%s:%d%s", host, port, path)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerToken:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>`` (401 otherwise,
+    compared in constant time); the MCP app's lifespan passes through."""
+
+    def __init__(self, app: Any, token: str):
+        if not token:
+            raise MemarchError("token: expected a non-empty string")
+        self.app, self._want = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            got = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(got, self._want):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b'{"detail": "missing or wrong bearer token"}'})
+                return
+        await self.app(scope, receive, send)
