@@ -1,0 +1,109 @@
+"""The gate in front of the HTTP API (a pure ASGI middleware), so that nothing reaches a route —
+no body parsed, no memory read — before the request is authenticated, authorised for the user in
+its path, and its body is known to fit the limit.
+
+In order: ``/v1/...`` needs a known bearer token when the server has tokens (401 with
+``WWW-Authenticate: Bearer``); a token scoped to some user ids may only use
+``/v1/users/{its user}/...`` and ``/v1/bulk`` (whose users are in the body: that route checks
+every one before it writes), anything else is 403; then the body is read up to ``max_body_bytes``
+whatever ``Content-Length`` says and however it is chunked (413 past it) and handed on to the app.
+``/health``, ``/docs`` and ``/openapi.json`` are open."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Awaitable, Callable
+
+from memarch.app.serve.auth import Token, TokenAuth
+
+TOKEN_KEY = "memarch.token"  # where the authenticated token is left in the ASGI scope
+BODY_SCOPED = frozenset({"/v1/bulk"})  # routes that check a scoped token's users themselves
+_USER_PATH = re.compile(r"^/v1/users/([^/]+)(?:/|$)")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict]]
+Send = Callable[[dict], Awaitable[None]]
+
+
+class Guard:
+    """ASGI middleware: bearer authentication, per-user authorisation, the raw body limit."""
+
+    def __init__(self, app: Callable, *, auth: TokenAuth | None, max_body_bytes: int):
+        self.app, self.auth, self.max_body_bytes = app, auth, max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path = scope["path"]
+        headers = _headers(scope)
+        token: Token | None = None
+        if path == "/v1" or path.startswith("/v1/"):
+            if self.auth is not None:
+                token = self.auth.authenticate(headers.get("authorization"))
+                if token is None:
+                    why = "missing bearer token" if "authorization" not in headers else "invalid bearer token"
+                    return await _error(send, 401, f"{why} (Authorization: Bearer TOKEN)",
+                                        [(b"www-authenticate", b'Bearer realm="memarch"')])
+                refusal = scope_refusal(token, path)
+                if refusal:
+                    return await _error(send, 403, refusal)
+        scope[TOKEN_KEY] = token
+        declared = headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
+            return await _error(send, 413 if declared.isdigit() else 400,
+                                f"request body over the limit of {self.max_body_bytes} bytes"
+                                if declared.isdigit() else "malformed Content-Length")
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            body += message.get("body", b"")
+            if len(body) > self.max_body_bytes:
+                return await _error(send, 413, f"request body over the limit of {self.max_body_bytes} bytes")
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def scope_refusal(token: Token | None, path: str) -> str | None:
+    """Why ``token`` may not use ``path`` (None: it may). Unscoped tokens may use every route."""
+    if token is None or not token.scoped:
+        return None
+    m = _USER_PATH.match(path)
+    if m:
+        return None if token.allows(m.group(1)) else f"this token may not act for user {m.group(1)!r}"
+    if path in BODY_SCOPED:
+        return None
+    return "this token is scoped to some users; this route needs an unscoped token"
+
+
+def refused_users(token: Token | None, users: list[str]) -> list[str]:
+    """The user ids of ``users`` that ``token`` may not act for (none without a token)."""
+    if token is None:
+        return []
+    return sorted({u for u in users if not token.allows(u)})
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in scope.get("headers", []):
+        out.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
+    return out
+
+
+async def _error(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] = ()) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *extra]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,198 @@
+"""The HTTP API over one `memarch.Memory` (FastAPI): ``create_app(memory)`` returns the ASGI app
+that ``memarch serve`` runs with uvicorn.
+
+Routes are versioned under ``/v1`` and name the user in the path (``/v1/users/{user_id}/...``), so
+that a token scoped to some users is checked against the path before the body is read (`guard`);
+``/v1/bulk`` carries users in its body and checks each before it writes. Endpoints are plain
+``def``: FastAPI runs them in its thread pool, and `Memory` serialises them under its lock (reads
+and writes alike; one process holds the whole memory). Every error is a small JSON body
+``{"error": "one line"}``: 400 input the memory refused, 401/403 auth, 404 no such item or route,
+413 body too large, 422 malformed request (bad JSON, unknown field, wrong type), 500 a bug."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
+from starlette.exceptions import HTTPException
+
+from memarch._version import __version__
+from memarch.app.messages import as_messages
+from memarch.app.serve import schemas as s
+from memarch.app.serve.auth import TokenAuth
+from memarch.app.serve.guard import TOKEN_KEY, Guard, refused_users, scope_refusal
+from memarch.errors import MemarchError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1 << 20
+_ERRORS = {code: {"model": s.Error} for code in (400, 401, 403, 404, 413, 422)}
+
+
+def create_app(memory: Any, *, auth: TokenAuth | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+    """The ASGI app serving ``memory`` (a `memarch.Memory`). ``auth``: the accepted tokens (None:
+    no authentication, for loopback only); ``max_body_bytes``: the largest request body (413 past it)."""
+    app = FastAPI(title="memarch", version=__version__, docs_url="/docs", openapi_url="/openapi.json",
+                  description="The long-term memory of a compiled memarch program, per user: add "
+                              "messages, search, context, get, history, update, delete. Errors are "
+                              '`{"error": "..."}`.')
+    app.state.memory = memory
+    app.include_router(_health(memory))
+    app.include_router(_v1(memory), prefix="/v1")
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(HTTPException, _http_error)
+    hide = str(memory.path)  # the server's directory is none of the client's business
+    app.add_exception_handler(NotFoundError, lambda _r, exc: _error(404, str(exc).replace(hide, "the memory")))
+    app.add_exception_handler(MemarchError, lambda _r, exc: _error(400, str(exc).replace(hide, "the memory")))
+    app.add_exception_handler(Exception, _bug)
+    app.add_middleware(Guard, auth=auth, max_body_bytes=max_body_bytes)
+    return app
+
+
+def _health(memory: Any) -> APIRouter:
+    router = APIRouter()
+    key = memory.program.architecture.key()
+
+    @router.get("/health", response_model=s.Health, summary="liveness (no token needed)")
+    def health() -> dict:
+        return {"status": "ok", "program": key, "version": __version__}
+    return router
+
+
+def _authorize(request: Request, user_id: str) -> None:
+    """Again, per route: the path's user against the token (the guard did it on the raw path)."""
+    refusal = scope_refusal(request.scope.get(TOKEN_KEY), f"/v1/users/{user_id}/")
+    if refusal:
+        raise HTTPException(403, refusal)
+
+
+def _known_query(request: Request) -> None:
+    """An unknown query parameter (``?includ_deleted=1``) is a 422, not silently ignored."""
+    route = request.scope.get("route")
+    known = {p.alias for p in route.dependant.query_params} if route is not None else set()
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise RequestValidationError([{"loc": ("query", unknown[0]), "msg": "unknown query parameter",
+                                       "type": "extra_forbidden"}])
+
+
+def _v1(memory: Any) -> APIRouter:
+    bearer = HTTPBearer(auto_error=False, description="a token of the server's --token-file")
+    router = APIRouter(dependencies=[Depends(bearer), Depends(_known_query)], responses=_ERRORS)
+    user = APIRouter(prefix="/users/{user_id}", dependencies=[Depends(_authorize)], tags=["memories"])
+
+    @user.post("/memories", status_code=201, response_model=s.Items, summary="add messages (one session)")
+    def add(user_id: str, body: s.AddRequest) -> dict:
+        records = memory.add(_plain(body.messages), user_id=user_id, timestamp=body.timestamp)
+        return {"items": [r.to_dict() for r in records]}
+
+    @user.get("/memories", response_model=s.Page, summary="list the user's items, oldest first")
+    def list_items(user_id: str, include_deleted: bool = False, offset: int = Query(0, ge=0),
+                   limit: int = Query(100, ge=1, le=s.MAX_PAGE)) -> dict:
+        records = memory.get_all(user_id=user_id, include_deleted=include_deleted)
+        return {"items": [r.to_dict() for r in records[offset:offset + limit]], "total": len(records),
+                "offset": offset, "limit": limit}
+
+    @user.post("/search", response_model=s.SearchResult, summary="search the user's memory, best first")
+    def search(user_id: str, body: s.SearchRequest) -> dict:
+        return {"results": [r.to_dict() for r in memory.search(body.query, user_id=user_id, limit=body.limit)]}
+
+    @user.post("/context", response_model=s.ContextResult, summary="the context the program would give a model")
+    def context(user_id: str, body: s.SearchRequest) -> dict:
+        return {"context": memory.context(body.query, user_id=user_id, limit=body.limit)}
+
+    @user.get("/memories/{item_id}", response_model=s.Record, summary="one item (also superseded or deleted)")
+    def get(user_id: str, item_id: str) -> dict:
+        return memory.get(item_id, user_id=user_id).to_dict()
+
+    @user.get("/memories/{item_id}/history", response_model=s.History, summary="the item's lineage, oldest first")
+    def history(user_id: str, item_id: str) -> dict:
+        return {"item_id": item_id, "history": memory.history(item_id, user_id=user_id)}
+
+    @user.put("/memories/{item_id}", response_model=s.Items,
+              summary="correct an item: re-encoded, the old one superseded (lineage kept)")
+    def update(user_id: str, item_id: str, body: s.UpdateRequest) -> dict:
+        records = memory.update(item_id, body.text, user_id=user_id, timestamp=body.timestamp)
+        return {"items": [r.to_dict() for r in records]}
+
+    user.patch("/memories/{item_id}", response_model=s.Items, summary="the same as PUT")(update)
+
+    @user.delete("/memories/{item_id}", response_model=s.Deleted, summary="tombstone one item")
+    def delete_item(user_id: str, item_id: str) -> dict:
+        return {"deleted": memory.delete(user_id=user_id, item_id=item_id)}
+
+    @user.delete("", response_model=s.Deleted, summary="delete every item and message of the user, from disk")
+    def delete_user(user_id: str) -> dict:
+        return {"deleted": memory.delete(user_id=user_id)}
+
+    @router.post("/bulk", status_code=201, response_model=s.BulkResult, tags=["memories"],
+                 summary="add many sessions, of one or several users, in one call")
+    def bulk(request: Request, body: s.BulkRequest) -> dict:
+        refused = refused_users(request.scope.get(TOKEN_KEY), [x.user_id for x in body.sessions])
+        if refused:
+            raise HTTPException(403, f"this token may not act for user {refused[0]!r}")
+        sessions = [{"messages": _plain(x.messages), "user_id": x.user_id, "timestamp": x.timestamp}
+                    for x in body.sessions]
+        for i, x in enumerate(sessions):  # all checked (and by the schema) before the first is written
+            try:
+                as_messages(x["messages"])
+            except MemarchError as exc:
+                raise MemarchError(f"sessions[{i}]: {exc}") from None
+        results = memory.add_many(sessions)
+        return {"sessions": len(results), "items": [[r.to_dict() for r in kept] for kept in results]}
+
+    @router.get("/stats", tags=["server"], summary="the memory's size: users, items by status, episodes")
+    def stats() -> dict:
+        return memory.stats()
+
+    router.include_router(user)
+    return router
+
+
+def _plain(messages: Any) -> Any:
+    """Validated messages back to what `Memory.add` takes (dicts, strings)."""
+    if isinstance(messages, list):
+        return [_plain(m) for m in messages]
+    return messages.model_dump(exclude_none=True) if isinstance(messages, s.Message) else messages
+
+
+def _error(status: int, message: Any, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": " ".join(str(message).split()) or "error"}, status_code=status, headers=headers)
+
+
+async def _http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+    return _error(exc.status_code, exc.detail, getattr(exc, "headers", None))
+
+
+async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    return _error(422, validation_line(exc.errors()))
+
+
+async def _bug(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("%s %s failed", request.method, request.url.path)
+    return _error(500, f"internal error ({type(exc).__name__}); the server log has the details")
+
+
+def validation_line(errors: list[dict]) -> str:
+    """FastAPI's list of validation errors as one line: the first one, where and what."""
+    if not errors:
+        return "invalid request"
+    e = errors[0]
+    loc = list(e.get("loc", ()))
+    where = loc.pop(0) if loc else "body"
+    if e.get("type") == "json_invalid":
+        why = (e.get("ctx") or {}).get("error", "")
+        at = f" at byte {loc[0]}" if loc and isinstance(loc[0], int) else ""
+        return f"invalid JSON{at}: {why}".rstrip(": ")
+    if where == "body" and not loc and e.get("type") == "missing":
+        return "a JSON body is required (Content-Type: application/json)"
+    if where == "body" and not loc and e.get("type") in ("model_attributes_type", "dict_type", "model_type"):
+        return "body: expected a JSON object (Content-Type: application/json)"
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    subject = {"body": path or "body", "query": f"query parameter {path!r}",
+               "path": f"path parameter {path!r}"}.get(where, path or str(where))
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{subject}: {e.get('msg', 'invalid')}{more}"

@@ -1,0 +1,131 @@
+"""``memarch serve PROGRAM --path DIR``: the compiled memory as an HTTP API (FastAPI + uvicorn) or,
+with ``--mcp stdio|http``, as an MCP server. Bound to 127.0.0.1 unless told otherwise; any other
+address needs ``--token-file`` (docs/serving.md). SIGINT / SIGTERM stop it gracefully: in-flight
+requests finish, the memory is closed, exit 0."""
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+
+HELP = "serve a compiled memory over HTTP (or MCP) for agents: add, search, update, delete per user"
+DEFAULT_PORT = 8765
+DEFAULT_MCP_PORT = 8766  # the MCP server's own default (docs/mcp.md)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("program", help="saved program (memarch compile --output) or architecture JSON")
+    p.add_argument("--path", required=True, help="directory of the memory's state (memory.db; created if missing)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1; any non-loopback address needs --token-file)")
+    p.add_argument("--port", type=int, help=f"TCP port (default {DEFAULT_PORT}, {DEFAULT_MCP_PORT} with --mcp http; "
+                                            "0: any free one)")
+    p.add_argument("--token-file", help="bearer tokens, one per line, each optionally followed by the user ids "
+                                        "it may act for; mode 0600, owned by you (docs/serving.md)")
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20,
+                   help="largest request body in bytes, 413 past it (default 1 MiB)")
+    p.add_argument("--mcp", choices=("stdio", "http"), help="serve the Model Context Protocol instead of the HTTP API")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                   help="server log level (default info)")
+    p.add_argument("--no-access-log", action="store_true", help="do not log every request")
+
+
+def run(args) -> int:
+    from memarch.errors import MemarchError
+
+    if args.max_body_bytes < 1:
+        raise MemarchError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
+    if args.port is None:
+        args.port = DEFAULT_MCP_PORT if args.mcp else DEFAULT_PORT
+    if not 0 <= args.port <= 65535:
+        raise MemarchError(f"--port must be 0-65535, got {args.port}")
+    from memarch.app.serve.auth import load_token_file, single_token
+
+    auth = mcp_token = None
+    if args.token_file and args.mcp == "http":
+        mcp_token = single_token(args.token_file)
+    elif args.token_file and args.mcp == "stdio":
+        raise MemarchError("--token-file does not apply to --mcp stdio (only the spawning process talks to it)")
+    elif args.token_file:
+        auth = load_token_file(args.token_file)
+    if auth is None and mcp_token is None and args.mcp != "stdio" and not is_loopback(args.host):
+        raise MemarchError(f"--host {args.host} is not a loopback address: serving it needs --token-file "
+                           "(docs/serving.md)")
+    sock = None if args.mcp else bind(args.host, args.port)  # a port in use: one line, before the slow load
+    from memarch import Memory
+
+    try:
+        memory = Memory.load(args.program, path=args.path)
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
+    try:
+        if args.mcp:
+            from memarch.app.serve.mcp_server import run_mcp
+
+            token, user = mcp_token or (None, None)
+            run_mcp(memory, args.mcp, args.host, args.port, token=token, user_id=user)
+            return 0
+        return _serve_http(memory, sock, auth, args)
+    finally:
+        memory.close()
+
+
+def _serve_http(memory, sock: socket.socket, auth, args) -> int:
+    import uvicorn
+
+    from memarch.app.serve.http_api import create_app
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:  # a signal is how a server is stopped: exit 0 after
+            super().handle_exit(sig, frame)         # the graceful shutdown, not re-raised at the end
+            self._captured_signals.clear()
+
+    app = create_app(memory, auth=auth, max_body_bytes=args.max_body_bytes)
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(app, log_level=args.log_level, access_log=not args.no_access_log,
+                            timeout_graceful_shutdown=30, server_header=False, proxy_headers=False)
+    sys.stderr.write(f"memarch serve: {memory.program.architecture.key()} at http://{_url_host(host)}:{port} "
+                     f"(docs /docs; {'bearer tokens required' if auth else 'no token: loopback only'})\n")
+    sys.stderr.flush()
+    server = Server(config)
+    server.run(sockets=[sock])
+    return 0 if server.started else 1
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback one (``localhost``, 127.x, ::1)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``; in use or unbindable: one MemarchError line."""
+    from memarch.errors import MemarchError
+
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise MemarchError(f"--host {host}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise MemarchError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)  # now, so that a second server on this port fails here; requests wait for the load
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
