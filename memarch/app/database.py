@@ -235,6 +235,17 @@ class MemoryDB:
                                 (episode_id, namespace)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def stats(self) -> dict[str, Any]:
+        """Users, items by status, episodes, the change counter and the file's bytes (WAL included)."""
+        status = dict.fromkeys(("active", "superseded", "deleted"), 0)
+        for name, n in self.conn.execute("SELECT json_extract(data, '$.status'), COUNT(*) FROM items GROUP BY 1"):
+            status[str(name)] = int(n)
+        users = self.conn.execute("SELECT COUNT(*) FROM namespaces").fetchone()[0]
+        episodes = self.conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+        size = sum(p.stat().st_size for p in self.directory.glob(DB_FILE + "*") if p.is_file())
+        return {"users": int(users), "items": status, "episodes": int(episodes),
+                "changes": self.counters()[0], "bytes": size}
+
     def purge(self, namespace: str) -> tuple[int, int]:
         """Inside `write`: remove a namespace's items and episodes; returns how many of each."""
         items = self.conn.execute("DELETE FROM items WHERE namespace = ?", (namespace,)).rowcount

@@ -7,69 +7,23 @@ import dataclasses
 import json
 import logging
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
-from memarch.errors import DataError, MemarchError
+from memarch.errors import DataError, MemarchError, NotFoundError
 from memarch.pipeline.episodes import Episode, Query
 from memarch.pipeline.items import MemoryItem
+from memarch.app.bulk import BATCH, Session, plan_batch, sessions_of
+from memarch.app.correction import correct
 from memarch.app.database import MemoryDB
 from memarch.app.messages import Messages, as_messages, as_time, conversation_episode
 from memarch.app.program_file import build_program, read_program
+from memarch.app.records import MemoryRecord
 from memarch.pipeline.resources import Resources
 
+__all__ = ["Memory", "MemoryRecord"]
+
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class MemoryRecord:
-    """One memory item as an app sees it: what it says, how it scored, where it came from.
-
-    Example::
-
-        hit = memory.search("where does Ana work?", user_id="ana")[0]
-        hit.text, hit.score, hit.encoder, hit.episode_id, hit.source_ids, hit.merged_from
-
-    Args:
-        id: the item id (for `Memory.history`, `Memory.delete`).
-        text: the memory's text.
-        user_id: whose memory it is.
-        encoder: the encoder that wrote it (``turn``, ``fact``, ...).
-        score: the retriever's score (None outside a search).
-        episode_id: the `add` call it came from (``e12``); source_ids: its turns (``e12:0``).
-        event_time: when it happened (the add's timestamp, or the date the encoder found).
-        status: ``active``, ``superseded`` or ``deleted``.
-        lineage: what encoders and the manager did to it, oldest first.
-        fields: the encoder's structured output.
-    """
-
-    id: str
-    text: str
-    user_id: str
-    encoder: str
-    score: float | None = None
-    episode_id: str | None = None
-    source_ids: list[str] = field(default_factory=list)
-    event_time: str | None = None
-    status: str = "active"
-    lineage: list[dict[str, Any]] = field(default_factory=list)
-    fields: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, item: MemoryItem, score: float | None = None) -> "MemoryRecord":
-        d = item.to_dict()
-        return cls(id=item.id, text=item.text, user_id=item.namespace, encoder=item.kind, score=score,
-                   episode_id=item.episode_id, source_ids=list(item.source_ids), event_time=item.event_time,
-                   status=item.status, lineage=d["lineage"], fields=d["fields"])
-
-    @property
-    def merged_from(self) -> list[str]:
-        """Ids of the items the manager merged into this one."""
-        return [i for e in self.lineage if e["action"] == "merged_from" for i in e["related"]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 class Memory:
@@ -132,6 +86,44 @@ class Memory:
         return self._write(ns, episode.time, lambda n: dataclasses.replace(
             episode, id=episode.id or f"e{n}", namespace=ns))
 
+    def add_many(self, sessions: Iterable[Any], *, user_id: str = "default", batch: int = BATCH,
+                 on_progress: Callable[[int], None] | None = None) -> list[list[MemoryRecord]]:
+        """Write many sessions, in order, with the same result as one `add` each (same items, ids,
+        lineage and search results), ``batch`` sessions per transaction with their embeddings
+        computed in one call. A session: what `add` takes (a string, a message dict or a list), a
+        dict ``{"messages", "user_id", "timestamp"}``, or an `Episode` (as `add_episode`).
+
+        All of a session list is checked before anything is written; a batch is all or nothing,
+        so after a crash the memory holds whole batches. ``on_progress(n)`` after each commit
+        (sessions written so far). Returns each session's kept items."""
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise MemarchError(f"batch: expected a positive integer, got {batch!r}")
+        todo = sessions_of(sessions, user_id, conversation=self.program.family != "experience")
+        out: list[list[MemoryRecord]] = []
+        for start in range(0, len(todo), batch):
+            out += self._write_batch(todo[start:start + batch])
+            if on_progress is not None:
+                on_progress(len(out))
+        return out
+
+    def update(self, item_id: str, text: str, *, user_id: str = "default", timestamp: Any = None) -> list[MemoryRecord]:
+        """Correct one memory: ``text`` is written through the program (its encoders, then the
+        manager's dedup and conflict rules) as a message dated ``timestamp`` (default now, UTC),
+        and the item becomes ``superseded`` by what it wrote, never deleted. Each new item's
+        lineage has ``updated_from`` (the old id, and the old text in its data); the old item's
+        ends with ``superseded_by`` the new ids. Returns the new items (none when the manager
+        merged the text into an item already there; the old one then points at that item).
+
+        An experience-family program's encoders read agent steps, not messages: there the new
+        text replaces the item's text as it is (same kind and provenance), then the manager's
+        rules apply. Raises `NotFoundError` when ``item_id`` is not an active item of the user."""
+        ns = _user(user_id)
+        if not isinstance(text, str) or not text.strip():
+            raise MemarchError(f"text: expected a non-empty string, got {text!r}")
+        when = as_time(timestamp)
+        kept = self._transaction(lambda: correct(self, item_id, ns, text, when))
+        return [MemoryRecord.of(it) for it in kept]
+
     def search(self, query: str, *, user_id: str = "default", limit: int | None = None) -> list[MemoryRecord]:
         """The program's read for ``user_id``: at most ``limit`` (default the program's top_k)
         items, best first, each with score and provenance; other users' items never appear."""
@@ -167,7 +159,7 @@ class Memory:
             rows = self.db.find(item_id, None if user_id is None else _user(user_id))
         if not rows:
             whose = "" if user_id is None else f" of user {user_id!r}"
-            raise MemarchError(f"no memory item {item_id!r}{whose} in {self.path}")
+            raise NotFoundError(f"no memory item {item_id!r}{whose} in {self.path}")
         if len(rows) > 1:
             raise MemarchError(f"memory item {item_id!r} exists for several users; pass user_id")
         return MemoryRecord.of(MemoryItem.from_dict(rows[0]))
@@ -184,11 +176,12 @@ class Memory:
         Without: remove every item and message of ``user_id`` from disk. Returns items affected."""
         ns = _user(user_id)
         if item_id is not None:
-            def tombstone(_n: int) -> None:
+            def tombstone() -> list[MemoryItem]:
                 if self.program.store.get(item_id, ns) is None:
-                    raise MemarchError(f"no active memory item {item_id!r} of user {user_id!r}")
+                    raise NotFoundError(f"no active memory item {item_id!r} of user {user_id!r}")
                 self.program.store.delete(item_id, ns, reason="deleted by the app", actor="app")
-            self._write(ns, None, tombstone, new_episode=False)
+                return []
+            self._transaction(tombstone)
             return 1
         with self._lock:
             with self.db.write():
@@ -203,6 +196,14 @@ class Memory:
         with self._lock:
             self._catch_up()
             return self.program.store.count(_user(user_id))
+
+    def stats(self) -> dict[str, Any]:
+        """What is under ``path`` as committed now: ``{"path", "program", "embedder", "users",
+        "items": {"active", "superseded", "deleted"}, "episodes", "changes", "bytes"}``."""
+        with self._lock, self.db.read():
+            counts = self.db.stats()
+        return {"path": str(self.path), "program": self.program.architecture.key(),
+                "embedder": self.resources.embedder.model if self.resources.embedder else None, **counts}
 
     def close(self) -> None:
         self.db.close()
@@ -227,32 +228,66 @@ class Memory:
             self._catch_up()
             return self.program.read(Query(text=query, namespace=ns), top_k=limit)
 
-    def _write(self, ns: str, time: str | None, make: Callable[[int], Episode | None], *,
-               new_episode: bool = True) -> list[MemoryRecord]:
-        """One transaction: catch up, write through the program, persist every item it touched."""
+    def _write(self, ns: str, time: str | None, make: Callable[[int], Episode]) -> list[MemoryRecord]:
+        """One episode in one transaction (``make(n)`` builds it with its number ``n``)."""
+        kept = self._transaction(lambda: self._write_episode(ns, time, make))
+        return [MemoryRecord.of(it) for it in kept]
+
+    def _write_batch(self, batch: list[Session]) -> list[list[MemoryRecord]]:
+        """Several sessions in one transaction, each written as `add` would, their embeddings first."""
+        out: list[list[MemoryItem]] = []
+
+        def body() -> list[MemoryItem]:
+            written = {u: self.db.episode_count(u) for u in dict.fromkeys(s.user_id for s in batch)}  # before it
+            episodes = [self._episode_of(s) for s in batch]
+            for (n, episode), items in zip(episodes, plan_batch(self.program, [e for _, e in episodes])):
+                ns = episode.namespace
+                out.append(self._write_episode(ns, episode.time, lambda _n: episode, n=n, items=items,
+                                               written=written[ns]))
+                written[ns] += 1
+            return [it for kept in out for it in kept]
+        self._transaction(body)
+        return [[MemoryRecord.of(it) for it in kept] for kept in out]
+
+    def _episode_of(self, session: Session) -> tuple[int, Episode]:
+        n = self.db.new_episode(session.user_id, session.time)
+        if session.episode is not None:
+            ep = session.episode
+            return n, dataclasses.replace(ep, id=ep.id or f"e{n}", namespace=session.user_id)
+        return n, conversation_episode(session.messages, episode_id=f"e{n}", namespace=session.user_id,
+                                       when=session.when)
+
+    def _write_episode(self, ns: str, time: str | None, make: Callable[[int], Episode], *,
+                       n: int | None = None, items: list[MemoryItem] | None = None,
+                       written: int | None = None) -> list[MemoryItem]:
+        """Inside a transaction: number the episode, write it through the program, keep its messages.
+        ``written``: the user's episodes before this one (default: as the database counts them)."""
+        n = self.db.new_episode(ns, time) if n is None else n
+        episode = make(n)
+        self.program.episodes_written[ns] = self.db.episode_count(ns) - 1 if written is None else written
+        self._dirty = True
+        kept = self.program.write(episode, items=items)
+        self.db.save_episode(n, episode.to_dict())
+        return kept
+
+    def _transaction(self, body: Callable[[], list[MemoryItem]]) -> list[MemoryItem]:
+        """``body`` under the write lock, after catching up; commits every item it touched."""
         with self._lock:
-            writing = False
+            self._dirty = False
             try:
                 with self.db.write():
                     self._catch_up(in_transaction=True)
                     self._touched.clear()
-                    kept: list[MemoryItem] = []
-                    n = self.db.new_episode(ns, time) if new_episode else 0
-                    episode = make(n)
-                    if episode is not None:
-                        self.program.episodes_written[ns] = self.db.episode_count(ns) - 1
-                        writing = True
-                        kept = self.program.write(episode)
-                        self.db.save_episode(n, episode.to_dict())
+                    kept = body()
                     seq = self.db.bump()
                     self.db.upsert(self._touched.rows(self.program.store), seq)
             except BaseException:
-                if writing or self._touched.keys:
+                if self._dirty or self._touched.keys:
                     # The program may hold changes the rollback undid: rebuild it from what is committed.
                     self._reload()
                 raise
             self._seen = (seq, self._seen[1])
-        return [MemoryRecord.of(it) for it in kept]
+        return kept
 
     def _catch_up(self, *, in_transaction: bool = False) -> None:
         """Apply what other processes committed since this one last looked."""

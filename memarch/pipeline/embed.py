@@ -12,6 +12,7 @@ cached (``memarch.pipeline.embed_onnx``); each has its own cache key.
 a real, weak embedding used by fast unit tests and the store benchmark."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -174,9 +175,15 @@ class Embedder:
 def _hash_vector(text: str, dim: int) -> np.ndarray:
     v = np.zeros(dim, dtype=np.float32)
     words = _WORD.findall(text.lower())
-    grams = words + [a + "_" + b for a, b in zip(words, words[1:])]
-    for g in grams:
-        h = int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little")
-        v[h % dim] += 1.0 if (h >> 63) & 1 else -1.0
+    for g in words + [a + "_" + b for a, b in zip(words, words[1:])]:
+        slot, sign = _gram_slot(g, dim)
+        v[slot] += sign
     n = float(np.linalg.norm(v))
     return v / n if n > 0 else v
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _gram_slot(gram: str, dim: int) -> tuple[int, float]:
+    """Where a word or bigram lands and with which sign (memoised: words repeat, hashing is the cost)."""
+    h = int.from_bytes(hashlib.blake2b(gram.encode(), digest_size=8).digest(), "little")
+    return h % dim, 1.0 if (h >> 63) & 1 else -1.0

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from memarch.pipeline.items import json_copy
 
 
 @dataclass
@@ -47,7 +49,14 @@ class Episode:
         return "conversation" if self.turns and not self.steps else "experience"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """What ``dataclasses.asdict`` gives, built by hand (it deep-copies field by field, slowly)."""
+        return {"id": self.id, "task": self.task,
+                "steps": [{"id": s.id, "action": s.action, "observation": s.observation,
+                           "metadata": json_copy(s.metadata)} for s in self.steps],
+                "turns": [{"id": t.id, "speaker": t.speaker, "text": t.text, "date": t.date,
+                           "metadata": json_copy(t.metadata)} for t in self.turns],
+                "outcome": self.outcome, "time": self.time, "namespace": self.namespace,
+                "metadata": json_copy(self.metadata)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Episode":

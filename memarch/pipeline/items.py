@@ -2,8 +2,9 @@
 back to the encoder that wrote it and the manager actions that changed it."""
 from __future__ import annotations
 
+import copy
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 OUTCOMES = ("success", "failure", "unknown")
@@ -27,6 +28,10 @@ class LineageEntry:
     at: str | None = None  # event time or logical clock from the data, never the wall clock
     data: dict[str, Any] = field(default_factory=dict)
 
+    def to_dict(self) -> dict:
+        return {"action": self.action, "actor": self.actor, "reason": self.reason, "related": list(self.related),
+                "at": self.at, "data": json_copy(self.data)}
+
     @classmethod
     def from_dict(cls, d: dict) -> "LineageEntry":
         return cls(action=d["action"], actor=d.get("actor", ""), reason=d.get("reason", ""),
@@ -42,6 +47,10 @@ class Usage:
     helped_failure: int = 0
     strength: float = 1.0
     last_used: str | None = None  # logical time of last retrieval
+
+    def to_dict(self) -> dict:
+        return {"retrieved": self.retrieved, "helped_success": self.helped_success,
+                "helped_failure": self.helped_failure, "strength": self.strength, "last_used": self.last_used}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Usage":
@@ -91,7 +100,13 @@ class MemoryItem:
         return entry
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """What ``dataclasses.asdict`` gives (same keys, order and deep copies), built by hand: asdict
+        dominated the cost of persisting a write."""
+        return {"text": self.text, "kind": self.kind, "id": self.id, "fields": json_copy(self.fields),
+                "episode_id": self.episode_id, "source_ids": list(self.source_ids), "outcome": self.outcome,
+                "event_time": self.event_time, "namespace": self.namespace, "key": self.key,
+                "status": self.status, "usage": self.usage.to_dict(),
+                "lineage": [e.to_dict() for e in self.lineage]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "MemoryItem":
@@ -106,3 +121,10 @@ class MemoryItem:
 
     def copy(self) -> "MemoryItem":
         return MemoryItem.from_dict(self.to_dict())
+
+
+def json_copy(d: dict) -> dict:
+    """A deep copy of a JSON-like dict (the common flat case without `copy.deepcopy`'s cost)."""
+    if all(v is None or isinstance(v, (str, int, float, bool)) for v in d.values()):
+        return dict(d)
+    return copy.deepcopy(d)

@@ -86,9 +86,11 @@ class MemoryProgram(dspy.Module):
             items.extend(enc.encode(episode))
         return items
 
-    def write(self, episode: Episode) -> list[MemoryItem]:
-        """Encode ``episode``, let the manager curate, store what survives; returns the stored items."""
-        items = self.encode(episode)
+    def write(self, episode: Episode, *, items: list[MemoryItem] | None = None) -> list[MemoryItem]:
+        """Encode ``episode``, let the manager curate, store what survives; returns the stored items.
+        ``items``: what `encode` returned for it, when the caller encoded it already (a bulk write
+        encodes and embeds a whole batch first)."""
+        items = self.encode(episode) if items is None else items
         kept = self.manager.on_insert(items, self.store) if items else []
         if kept:
             self.store.add(kept)

@@ -175,10 +175,14 @@ class VectorStore(Store):
 
         fetch = max(2 * k, k + 32)
         while True:
-            hits = index.search(vector, fetch)
-            out = [(recs[i], s) for i, s in hits if keep(recs[i])]
-            if len(out) >= k or fetch >= len(index):
-                return out[:k]
+            out: list[tuple[MemoryItem, float]] = []
+            for i, s in index.search(vector, fetch):  # best first: stop at the k-th survivor
+                if keep(recs[i]):
+                    out.append((recs[i], s))
+                    if len(out) == k:
+                        return out
+            if fetch >= len(index):
+                return out
             fetch *= 4
 
     # -- persistence ------------------------------------------------------------------------------
