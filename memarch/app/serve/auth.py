@@ -98,8 +98,8 @@ def read_token_file(path: str | Path) -> str:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
         raise MemarchError(f"token file {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())  # the file opened, not whatever the name points to by now
+    try:
+        st = os.fstat(fd)  # the file opened, not whatever the name points to by now
         if not stat.S_ISREG(st.st_mode):
             raise MemarchError(f"token file {path}: not a regular file")
         if st.st_uid != os.getuid():
@@ -108,7 +108,9 @@ def read_token_file(path: str | Path) -> str:
         if mode & 0o077:
             raise MemarchError(f"token file {path}: mode {mode:04o} lets group or others read it; "
                                f"chmod 600 {path}")
-        raw = f.read(1 << 20)
+        raw = os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
     try:
         return raw.decode("ascii")
     except UnicodeDecodeError:

@@ -1,0 +1,127 @@
+"""``memarch serve`` as a process: it starts, answers over real HTTP (add, then search), and stops
+on SIGTERM / SIGINT with exit 0 after closing the memory; and it refuses bad setups with one line
+and exit 2 before serving anything (another address without a token, a token file others can read,
+a missing program, a port in use, a path that is a file)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from memarch import Memory
+
+ARCH = {"schema_version": "1", "encode": ["turn"], "store": "hybrid", "retrieve": "hybrid", "manage": "lightweight"}
+TOKEN = "serve-test-token-0123456789abcdef"
+
+
+@pytest.fixture
+def program(tmp_path):
+    """A saved program with the hash embedder (what ``memarch compile --output`` writes; a bare
+    architecture file would load the bundled model)."""
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.program import MemoryProgram
+    from memarch.pipeline.resources import Resources
+
+    path = tmp_path / "program.json"
+    res = Resources(embedder=Embedder("hash", cache_dir=tmp_path), cache_dir=tmp_path)
+    MemoryProgram(Architecture.from_dict(ARCH), resources=res).save(path, include_memory=False)
+    return path
+
+
+def token_file(tmp_path, mode=0o600, text=f"{TOKEN}\n"):
+    f = tmp_path / "tokens"
+    f.write_text(text)
+    f.chmod(mode)
+    return f
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "memarch", "serve", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited {proc.returncode}: {proc.stderr.read()}")
+        try:
+            return httpx.get(f"{url}/health", timeout=5).json()
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise AssertionError("server not healthy in time")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_real_server_adds_searches_and_stops_cleanly(program, tmp_path, sig):
+    port = free_port()
+    proc = serve(str(program), "--path", str(tmp_path / "mem"), "--port", str(port),
+                 "--token-file", str(token_file(tmp_path)), "--no-access-log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert wait_healthy(url, proc)["program"] == "turn|hybrid|hybrid|lightweight"
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+            r = client.post("/v1/users/ana/memories", json={"messages": "I moved to Lisbon in May.",
+                                                            "timestamp": "2026-05-03"})
+            assert r.status_code == 201, r.text
+            added = r.json()["items"][0]["id"]
+            hits = client.post("/v1/users/ana/search", json={"query": "where did ana move?"}).json()["results"]
+            assert [h["id"] for h in hits] == [added]
+            assert httpx.get(f"{url}/v1/users/ana/memories").status_code == 401
+    finally:
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "Finished server process" in err
+    with Memory.load(program, path=tmp_path / "mem") as memory:  # what it acknowledged is on disk
+        assert memory.get(added, user_id="ana").status == "active"
+
+
+def memarch_serve(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memarch", "serve", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def one_line_exit_2(p: subprocess.CompletedProcess, needle: str) -> None:
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert needle in lines[0], lines[0]
+
+
+def test_refusals_are_one_line_and_exit_2(program, tmp_path):
+    mem = str(tmp_path / "mem")
+    for host in ("0.0.0.0", "::", "192.0.2.10"):
+        one_line_exit_2(memarch_serve(str(program), "--path", mem, "--host", host), "needs --token-file")
+    loose = token_file(tmp_path, 0o644)
+    one_line_exit_2(memarch_serve(str(program), "--path", mem, "--host", "0.0.0.0", "--token-file", str(loose)),
+                    "mode 0644 lets group or others read it")
+    one_line_exit_2(memarch_serve(str(program), "--path", mem, "--token-file", str(loose)), "chmod 600")
+    one_line_exit_2(memarch_serve(str(program), "--path", mem, "--token-file",
+                                  str(token_file(tmp_path, text="short\n"))), "at least 16")
+    one_line_exit_2(memarch_serve(str(tmp_path / "missing.json"), "--path", mem, "--port", str(free_port())),
+                    "missing.json")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    one_line_exit_2(memarch_serve(str(program), "--path", str(a_file), "--port", str(free_port())), "a-file")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        one_line_exit_2(memarch_serve(str(program), "--path", mem, "--port", str(busy.getsockname()[1])),
+                        "Address already in use")
+    assert not os.path.exists(os.path.join(mem, "memory.db"))  # refused before the memory was opened
+    assert json.loads(program.read_text())["architecture"]["store"] == "hybrid"
