@@ -9,17 +9,17 @@ arguments refused); results are structured (`Item` = the `MemoryRecord` fields);
 one-line message, and the server keeps answering.
 """
 # No ``from __future__ import annotations``: the SDK reads the tools' signatures with eval_str.
-import hmac
 import ipaddress
 import logging
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from memarch.app.memory import Memory
+from memarch.app.serve.auth import TokenAuth
 from memarch.errors import MemarchError
 
 log = logging.getLogger(__name__)
@@ -99,9 +99,11 @@ Timestamp = Annotated[str | None, Field(
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 
 
-def build_mcp(memory: Memory, *, user_id: str | None = None, name: str = "memarch") -> MCPServer:
-    """The `MCPServer` serving ``memory``'s five tools; ``user_id`` pins it to that user (a call for
-    another user is refused, and ``user_id`` may be omitted)."""
+def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | None = None,
+              name: str = "memarch") -> MCPServer:
+    """The `MCPServer` serving ``memory``'s five tools. ``user_id`` pins it to that user (a call for
+    another user is refused, and ``user_id`` may be omitted); with ``auth`` (over http), a call for a
+    user the request's bearer token may not act for is refused."""
     if user_id is not None and (not isinstance(user_id, str) or not user_id.strip()):
         raise MemarchError(f"user_id: expected a non-empty string, got {user_id!r}")
     instructions = INSTRUCTIONS + (f" This server serves only user {user_id!r}." if user_id else "")
@@ -114,9 +116,17 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, name: str = "memarc
         except MemarchError as exc:
             raise ToolError(str(exc)) from None
 
-    def whose(asked: str) -> str:
+    def whose(asked: str, ctx: Context) -> str:
+        """``asked`` if this call may act for that user; refused before `Memory` is touched."""
         if user_id is not None and asked != user_id:
             raise ToolError(f"this server serves only user {user_id!r}, not {asked!r}")
+        if auth is not None:
+            request = ctx.request_context.request
+            token = auth.authenticate(request.headers.get("authorization") if request is not None else None)
+            if token is None:
+                raise ToolError("missing or wrong bearer token")
+            if not token.allows(asked):
+                raise ToolError(f"this token may not act for user {asked!r}")
         return asked
 
     def add_memory(*, text: Annotated[Text | None, Field(
@@ -124,7 +134,7 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, name: str = "memarc
                    messages: Annotated[list[Message] | None, Field(
                        description="A conversation session, oldest first; give this or text.",
                        min_length=1, max_length=MAX_MESSAGES)] = None,
-                   user_id: UserId, timestamp: Timestamp = None) -> Items:
+                   user_id: UserId, timestamp: Timestamp = None, ctx: Context) -> Items:
         """Save something worth remembering about a user: one message (text) or a conversation
         session (messages, [{role, content}]). The compiled program decides what to keep (a repeat
         is merged into the existing item). Returns the items written, with their ids. Use it for
@@ -132,35 +142,36 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, name: str = "memarc
         if (text is None) == (messages is None):
             raise ToolError("give exactly one of text or messages")
         said: Any = text if messages is None else [m.model_dump(exclude_none=True) for m in messages]
-        return Items(items=[Item.of(r) for r in call(memory.add, said, user_id=whose(user_id), timestamp=timestamp)])
+        kept = call(memory.add, said, user_id=whose(user_id, ctx), timestamp=timestamp)
+        return Items(items=[Item.of(r) for r in kept])
 
     def search_memory(query: Annotated[Text, Field(description="What to look for, in plain words.")], *,
                       user_id: UserId, limit: Annotated[int | None, Field(
                           description=f"At most this many items (1-{MAX_LIMIT}; default: the program's top_k).",
-                          ge=1, le=MAX_LIMIT)] = None) -> Items:
+                          ge=1, le=MAX_LIMIT)] = None, ctx: Context) -> Items:
         """Find a user's memories relevant to a query (what they said, did, prefer), best first with
         scores. Use it before answering anything about the user's past. Returns active items only
         (not superseded or deleted ones); an empty list when nothing is stored."""
-        return Items(items=[Item.of(r) for r in call(memory.search, query, user_id=whose(user_id), limit=limit)])
+        return Items(items=[Item.of(r) for r in call(memory.search, query, user_id=whose(user_id, ctx), limit=limit)])
 
-    def get_memory(item_id: ItemId, *, user_id: UserId) -> Item:
+    def get_memory(item_id: ItemId, *, user_id: UserId, ctx: Context) -> Item:
         """One memory item by id, also a superseded or deleted one, with its full lineage (what
         was created, merged, updated or deleted, and when). Use it to check an item's history."""
-        return Item.of(call(memory.get, item_id, user_id=whose(user_id)))
+        return Item.of(call(memory.get, item_id, user_id=whose(user_id, ctx)))
 
     def update_memory(item_id: ItemId, text: Annotated[Text, Field(description="The corrected text.")], *,
-                      user_id: UserId, timestamp: Timestamp = None) -> Updated:
+                      user_id: UserId, timestamp: Timestamp = None, ctx: Context) -> Updated:
         """Correct a wrong or outdated memory: the new text is written through the program and the
         old item is superseded (it leaves search; its text stays in get_memory's history). Returns
         the new items. Use it when the user corrects a fact; use add_memory for a new fact."""
-        new = call(memory.update, item_id, text, user_id=whose(user_id), timestamp=timestamp)
+        new = call(memory.update, item_id, text, user_id=whose(user_id, ctx), timestamp=timestamp)
         return Updated(updated=item_id, items=[Item.of(r) for r in new])
 
-    def delete_memory(item_id: ItemId, *, user_id: UserId) -> Deleted:
+    def delete_memory(item_id: ItemId, *, user_id: UserId, ctx: Context) -> Deleted:
         """Delete one memory item (it leaves search; get_memory still shows it as deleted). Use it
         when the user asks you to forget something or an item is plainly wrong and has no
         replacement. Deleting all of a user's memories is not offered here."""
-        return Deleted(deleted=call(memory.delete, user_id=whose(user_id), item_id=item_id), item_id=item_id)
+        return Deleted(deleted=call(memory.delete, user_id=whose(user_id, ctx), item_id=item_id), item_id=item_id)
 
     tools = [(add_memory, "Save a memory", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
              (search_memory, "Search memories", ToolAnnotations(read_only_hint=True)),
@@ -185,24 +196,31 @@ def _refuse_unknown_arguments(tool: Any) -> None:
 
 
 def run_mcp(memory: Memory, transport: Literal["stdio", "http"] | str, host: str = "127.0.0.1", port: int = 8766,
-            *, user_id: str | None = None, token: str | None = None, path: str = "/mcp") -> None:
+            *, user_id: str | None = None, auth: TokenAuth | None = None, token: str | None = None,
+            path: str = "/mcp") -> None:
     """Serve ``memory`` over MCP until interrupted: ``stdio`` (the agent spawns this process) or
-    ``http`` (streamable HTTP at ``http://host:port/mcp``). Over http a non-loopback ``host`` needs
-    a bearer ``token`` (then required on every request); ``user_id`` pins the server to one user."""
-    server = build_mcp(memory, user_id=user_id)
-    if transport == "stdio":
-        server.run("stdio")
-        return
-    if transport != "http":
+    ``http`` (streamable HTTP at ``http://host:port/mcp``). ``user_id`` pins the server to one user.
+    Over http, ``auth`` (`TokenAuth`, the token file of ``memarch serve``) makes a bearer token
+    required on every request (401 otherwise) and limits each call to the users its token may act
+    for; ``token`` is one secret for every user. A non-loopback ``host`` without either is refused."""
+    if token is not None:
+        if auth is not None:
+            raise MemarchError("give auth or token, not both")
+        auth = TokenAuth.from_secrets({token: None})
+    if transport not in ("stdio", "http"):
         raise MemarchError(f"--mcp: expected stdio or http, got {transport!r}")
-    if token is None and not _loopback(host):
-        raise MemarchError(f"MCP over http on {host} (not loopback) needs a bearer token; "
-                           "bind 127.0.0.1 or give a token")
+    if transport == "stdio":
+        build_mcp(memory, user_id=user_id).run("stdio")
+        return
+    if auth is None and not _loopback(host):
+        raise MemarchError(f"MCP over http on {host} (not loopback) needs bearer tokens (--token-file); "
+                           "or bind 127.0.0.1")
     import uvicorn
 
+    server = build_mcp(memory, user_id=user_id, auth=auth)
     app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
-    if token is not None:
-        app = BearerToken(app, token)
+    if auth is not None:
+        app = BearerAuth(app, auth)
     log.info("MCP (streamable http) at http://%s:%d%s", host, port, path)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
@@ -216,19 +234,17 @@ def _loopback(host: str) -> bool:
         return False
 
 
-class BearerToken:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>`` (401 otherwise,
-    compared in constant time); the MCP app's lifespan passes through."""
+class BearerAuth:
+    """ASGI middleware: an HTTP request without a token `auth` knows gets a 401 and reaches nothing
+    (which users the token may act for is checked per tool call); the app's lifespan passes."""
 
-    def __init__(self, app: Any, token: str):
-        if not token:
-            raise MemarchError("token: expected a non-empty string")
-        self.app, self._want = app, f"Bearer {token}".encode()
+    def __init__(self, app: Any, auth: TokenAuth):
+        self.app, self.auth = app, auth
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            got = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(got, self._want):
+            header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+            if self.auth.authenticate(header) is None:
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
                 await send({"type": "http.response.body", "body": b'{"detail": "missing or wrong bearer token"}'})

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -17,6 +18,7 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from memarch import Architecture, MemarchError, Memory
+from memarch.app.serve.auth import TokenAuth
 from memarch.app.serve.mcp_server import build_mcp, run_mcp
 from memarch.pipeline.program import MemoryProgram
 
@@ -74,7 +76,8 @@ async def lifecycle(call) -> None:
     added = (await call("add_memory", user_id="ana", timestamp="2026-05-03",
                         messages=[{"role": "user", "content": "I moved to Lisbon in May."},
                                   {"role": "assistant", "content": "How is the bakery job?"}]))["items"]
-    assert [r["source_ids"] for r in added] == [["e1:0"], ["e1:1"]]
+    episode = added[0]["episode_id"]
+    assert [r["source_ids"] for r in added] == [[f"{episode}:0"], [f"{episode}:1"]]
     await call("add_memory", user_id="ana", text="My sister Rita plays the cello.")
     await call("add_memory", user_id="bob", text="Bob lives in Lisbon too.")
     hits = (await call("search_memory", user_id="ana", query="moved to Lisbon", limit=2))["items"]
@@ -168,11 +171,13 @@ def test_a_server_pinned_to_one_user_refuses_the_others(memory):
     assert memory.count(user_id="ana") == 1 and memory.count(user_id="bob") == 1
 
 
-def test_http_refuses_a_public_bind_without_a_token(memory):
-    with pytest.raises(MemarchError, match="needs a bearer token"):
+def test_http_refuses_a_public_bind_without_tokens(memory):
+    with pytest.raises(MemarchError, match="needs bearer tokens"):
         run_mcp(memory, "http", host="0.0.0.0", port=1)
     with pytest.raises(MemarchError, match="expected stdio or http"):
         run_mcp(memory, "sse")
+    with pytest.raises(MemarchError, match="not both"):
+        run_mcp(memory, "http", token=ADMIN, auth=TokenAuth.from_secrets({CY: ["cy"]}))
 
 
 @pytest.mark.slow
@@ -202,24 +207,31 @@ def test_stdio_subprocess_end_to_end(program_file, tmp_path):
 
 
 @pytest.mark.slow
-def test_streamable_http_with_a_bearer_token(program_file, tmp_path):
+def test_streamable_http_with_scoped_bearer_tokens(program_file, tmp_path):
+    """``run_mcp(..., "http", auth=...)``: no token or a wrong one is a 401; a token scoped to cy
+    works for cy and is refused for bob; an unscoped one runs the whole lifecycle."""
     import httpx2  # the SDK's HTTP client
 
     port = _free_port()
-    code = (f"from memarch import Memory; from memarch.app.serve.mcp_server import run_mcp; "
-            f"run_mcp(Memory.load({str(program_file)!r}, path={str(tmp_path / 'mem')!r}), 'http', "
-            f"port={port}, token='s3cret')")
+    code = (f"from memarch import Memory; from memarch.app.serve.auth import TokenAuth; "
+            f"from memarch.app.serve.mcp_server import run_mcp; "
+            f"run_mcp(Memory.load({str(program_file)!r}, path={str(tmp_path / 'mem')!r}), 'http', port={port}, "
+            f"auth=TokenAuth.from_secrets({{{ADMIN!r}: None, {CY!r}: ['cy']}}))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
                             stderr=open(tmp_path / "stderr.log", "w"))
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         _wait_for_port(port, proc)
         assert httpx2.post(url, json={}).status_code == 401
-        assert httpx2.post(url, json={}, headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert httpx2.post(url, json={}, headers={"Authorization": "Bearer " + "x" * 32}).status_code == 401
 
         async def main() -> None:
-            auth = {"Authorization": "Bearer s3cret"}
-            async with httpx2.AsyncClient(headers=auth) as http, Client(_http_transport(url, http)) as client:
+            async with _http_client(url, CY) as client:
+                await ok(client, "add_memory", user_id="cy", text="I moved to Lisbon in May.")
+                assert "this token may not act for user 'bob'" in await error(
+                    client, "add_memory", user_id="bob", text="Bob lives in Lisbon too.")
+                assert "may not act for user 'bob'" in await error(client, "search_memory", user_id="bob", query="x")
+            async with _http_client(url, ADMIN) as client:
                 assert {t.name for t in (await client.list_tools()).tools} == TOOLS
                 await lifecycle(lambda tool, **arguments: ok(client, tool, **arguments))
         unwrapped(main)
@@ -228,10 +240,17 @@ def test_streamable_http_with_a_bearer_token(program_file, tmp_path):
         proc.wait(timeout=30)
 
 
-def _http_transport(url: str, http):
+ADMIN, CY = "admin-token-0123456789abcdef", "cy-token-0123456789abcdef"
+
+
+@asynccontextmanager
+async def _http_client(url: str, token: str):
+    import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    return streamable_http_client(url, http_client=http)
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
 
 
 def _env() -> dict[str, str]:
