@@ -82,8 +82,9 @@ def combined_item(members: list[MemoryItem], text: str, kind: str, namespace: st
 
 
 def replace_with(manager: Any, members: list[MemoryItem], item: MemoryItem, store: Any, reason: str) -> MemoryItem:
-    """``item`` joins the store in place of ``members``: it names them (``merged_from``), each of
-    them becomes a tombstone superseded by it with ``reason``."""
+    """``item`` joins the store in place of ``members``: it names them (``merged_from``, with their
+    texts in ``data.absorbed`` = {id: text}), each of them becomes a tombstone superseded by it
+    with ``reason``."""
     ns = item.namespace
     at = manager.at(store, ns, item.event_time)
     item.usage.strength = max(m.usage.strength for m in members)
@@ -94,7 +95,7 @@ def replace_with(manager: Any, members: list[MemoryItem], item: MemoryItem, stor
     item.usage.last_used = max(last, key=int) if last else None
     item.log("merged_from", manager.actor, reason, [m.id for m in members], at,
              tick=manager.tick(store, ns), tokens_before=sum(item_tokens(m) for m in members),
-             tokens_after=item_tokens(item))
+             tokens_after=item_tokens(item), absorbed={m.id: m.text for m in members})
     store.add([item])
     for m in members:
         store.delete(m.id, ns, reason=reason, actor=manager.actor, at=at, status="superseded", related=[item.id])

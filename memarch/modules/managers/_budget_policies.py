@@ -13,6 +13,7 @@ from memarch.modules.managers._budget import (
     active_tokens, combined_item, extractive_summary, item_tokens,
 )
 from memarch.modules.managers._conflicts import newer_or_equal
+from memarch.modules.managers._content import same_content
 from memarch.modules.managers._consolidation import clusters, linked_components, medoid, similar_pairs
 from memarch.modules.managers._promotion import trajectory_actions
 from memarch.pipeline.items import MemoryItem
@@ -82,7 +83,8 @@ def merge_near_duplicates(manager: Any, store: Any, namespace: str, budget: int)
             at = manager.at(store, namespace, keep.event_time)
             keep.source_ids = list(dict.fromkeys(keep.source_ids + [s for m in others for s in m.source_ids]))
             keep.fields["merged_from"] = list(dict.fromkeys(keep.fields.get("merged_from", []) + [m.id for m in others]))
-            keep.log("merged_from", manager.actor, reason, [m.id for m in others], at)
+            keep.log("merged_from", manager.actor, reason, [m.id for m in others], at,
+                     absorbed={m.id: m.text for m in others})
             store.update(keep)
             for m in others:
                 store.delete(m.id, namespace, reason=f"{reason} into {keep.id}", actor=manager.actor, at=at,
@@ -136,7 +138,8 @@ def compress_trajectories(manager: Any, store: Any, namespace: str, budget: int)
             at = manager.at(store, namespace, t.event_time)
             into.source_ids = list(dict.fromkeys(into.source_ids + t.source_ids))
             into.fields["merged_from"] = list(dict.fromkeys(into.fields.get("merged_from", []) + [t.id]))
-            into.log("merged_from", manager.actor, "budget: trajectory compressed into this workflow", [t.id], at)
+            into.log("merged_from", manager.actor, "budget: trajectory compressed into this workflow", [t.id], at,
+                     absorbed={t.id: t.text})
             store.update(into)
             store.delete(t.id, namespace, reason=f"budget: compressed into workflow {into.id}", actor=manager.actor,
                          at=at, status="superseded", related=[into.id])
@@ -165,11 +168,13 @@ def compress(manager: Any, store: Any, namespace: str, budget: int) -> None:
 # -- graph_consolidate -------------------------------------------------------------------------------
 def neighbourhoods(store: Any, namespace: str, items: list[MemoryItem], vecs: np.ndarray,
                    threshold: float, neighbour_threshold: float, max_size: int) -> list[list[int]]:
-    """Connected groups: near-duplicates (cosine >= ``threshold``) and graph neighbours (SIMILAR,
-    COOCCURS, REINFORCES edges) at cosine >= ``neighbour_threshold``; each cut to its medoid's
-    ``max_size`` nearest members; largest first."""
+    """Connected groups: near-duplicates (cosine >= ``threshold`` and the same content tokens,
+    `_content.same_content`) and graph neighbours (SIMILAR, COOCCURS, REINFORCES edges) at cosine
+    >= ``neighbour_threshold`` — a lossy summary the budget asks for instead of a prune, the
+    members' texts kept in the survivor's lineage; each cut to its medoid's ``max_size`` nearest
+    members; largest first."""
     index = {it.id: i for i, it in enumerate(items)}
-    pairs = [(i, j) for i, j, _ in similar_pairs(vecs, threshold)]
+    pairs = [(i, j) for i, j, _ in similar_pairs(vecs, threshold) if same_content(items[i].text, items[j].text)]
     if hasattr(store, "neighbors"):
         for it in items:
             for other, _, _ in store.neighbors(it.id, namespace, edge_types=NEIGHBOUR_EDGES):

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from memarch.modules.managers._conflicts import keys_compatible, opposite_outcomes
+from memarch.modules.managers._content import same_content
 from memarch.pipeline.items import MemoryItem
 
 _BLOCK = 512  # rows of the similarity matrix computed at a time (memory stays O(block x n))
@@ -46,21 +47,25 @@ def linked_components(n: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def _compatible(a: MemoryItem, b: MemoryItem, cross_type: bool) -> bool:
-    return (cross_type or a.kind == b.kind) and keys_compatible(a, b) and not opposite_outcomes(a, b)
+def _compatible(a: MemoryItem, b: MemoryItem, cross_type: bool, content: bool) -> bool:
+    return (cross_type or a.kind == b.kind) and keys_compatible(a, b) and not opposite_outcomes(a, b) \
+        and (not content or same_content(a.text, b.text))
 
 
 def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
-             cross_type: bool = False, max_size: int | None = None) -> list[list[int]]:
+             cross_type: bool = False, max_size: int | None = None, content: bool = True) -> list[list[int]]:
     """Groups of similar, mutually compatible items (same kind unless ``cross_type``, one key at
-    most, no opposite outcomes), largest first, each of 2+ items.
+    most, no opposite outcomes, and — for a merge, ``content`` — the same content tokens, see
+    `_content.same_content`: the survivor is chosen later, so each must be able to absorb the
+    other), largest first, each of 2+ items. A generalisation (``content=False``) groups different
+    facts on purpose: it adds a memory and removes none.
 
     Linked components (union-find over pairs above ``threshold``) would chain A~B~C into one
     group with A and C unrelated; so each component is cut down to a star: its medoid and the
     members within ``threshold`` of it (the ``max_size`` nearest). The rest wait for a later pass.
     """
     pairs = [(i, j) for i, j, _ in similar_pairs(vecs, threshold)
-             if _compatible(items[i], items[j], cross_type)]
+             if _compatible(items[i], items[j], cross_type, content)]
     components = linked_components(len(items), pairs)
     out = []
     for comp in components:
@@ -73,7 +78,7 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
         star, key = [], center.key
         for k in order:
             it = items[comp[k]]
-            if k != c and (sims[c, k] < threshold or not _compatible(center, it, cross_type)):
+            if k != c and (sims[c, k] < threshold or not _compatible(center, it, cross_type, content)):
                 continue
             if it.key is not None and key is not None and it.key != key:
                 continue
@@ -88,7 +93,8 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
 def merge_cluster(manager: Any, members: list[MemoryItem], store: Any,
                   utility: Callable[[MemoryItem], float]) -> MemoryItem:
     """Keep the most useful member (ties: the earliest written); the others become tombstones
-    superseded by it, their provenance and usage folded into it."""
+    superseded by it, their provenance, usage and texts folded into it (``merged_from`` in the
+    lineage with ``data.absorbed`` = {id: text}, and in ``fields``)."""
     keep = max(members, key=lambda it: (utility(it), -members.index(it)))
     others = [m for m in members if m is not keep]
     at = manager.at(store, keep.namespace, keep.event_time)
@@ -100,8 +106,10 @@ def merge_cluster(manager: Any, members: list[MemoryItem], store: Any,
         keep.usage.strength = max(keep.usage.strength, m.usage.strength)
         store.delete(m.id, m.namespace, reason=f"merged into {keep.id} (cluster merge)", actor=manager.actor,
                      at=at, status="superseded", related=[keep.id])
+    keep.fields["merged_from"] = list(dict.fromkeys(keep.fields.get("merged_from", []) + [m.id for m in others]))
     keep.log("merged_from", manager.actor, f"cluster of {len(members)} similar memories",
-             [m.id for m in others], at, episodes=sorted({m.episode_id for m in others if m.episode_id}))
+             [m.id for m in others], at, episodes=sorted({m.episode_id for m in others if m.episode_id}),
+             absorbed={m.id: m.text for m in others})
     store.update(keep)
     return keep
 

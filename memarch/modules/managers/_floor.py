@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from memarch.modules.managers._budget import active_tokens, prune_lowest, replace_with
+from memarch.modules.managers._content import may_absorb, same_content
 from memarch.modules.managers._signatures import signature_index
 from memarch.modules.managers._conflicts import (
     keys_compatible, newer_or_equal, opposite_outcomes, same_key, signature,
@@ -181,12 +182,14 @@ class FloorManager(Manager):
         return True
 
     def _collapse(self, dup: MemoryItem, into: MemoryItem, store: Store, why: str, sim: float) -> None:
-        """``dup`` joins ``into``: its provenance is kept on the survivor, it becomes a tombstone."""
+        """``dup`` joins ``into``: its provenance and text are kept on the survivor (``merged_from``
+        in the lineage, with ``data.absorbed`` = {id: text}, and in ``fields``), it becomes a tombstone."""
         ns = into.namespace
         at = self.at(store, ns, dup.event_time)
         into.source_ids = list(dict.fromkeys(into.source_ids + dup.source_ids))
+        into.fields["merged_from"] = list(dict.fromkeys(into.fields.get("merged_from", []) + [dup.id]))
         into.log("merged_from", self.actor, f"duplicate write ({why})", [dup.id], at, similarity=round(sim, 4),
-                 episode_id=dup.episode_id)
+                 episode_id=dup.episode_id, absorbed={dup.id: dup.text})
         dup.status = "superseded"
         dup.log("superseded_by", self.actor, f"duplicate of {into.id} ({why})", [into.id], at)
         self._save(into, store)
@@ -231,10 +234,13 @@ class FloorManager(Manager):
             if sim < threshold or other.id == item.id or not keys_compatible(item, other):
                 continue
             if opposite_outcomes(item, other):
-                if sim >= self.conflict_threshold and not self.resolve_conflict(item, other, store, sim):
+                # Opposite outcomes about different numbers / names / codes are two facts, no conflict.
+                if sim >= self.conflict_threshold and same_content(item.text, other.text) \
+                        and not self.resolve_conflict(item, other, store, sim):
                     return False
                 continue
-            if sim >= dedup and (self.cross_type or other.kind == item.kind):
+            # A near-duplicate only merges into an item that says everything it says (`_content`).
+            if sim >= dedup and (self.cross_type or other.kind == item.kind) and may_absorb(other.text, item.text):
                 self._collapse(item, other, store, f"cosine {sim:.2f}", sim)
                 return False
         return True

@@ -147,7 +147,7 @@ class GraphConsolidateManager(FloorManager):
             return 0
         vecs = store.vectors(items)
         made = 0
-        for g in clusters(items, vecs, self.generalise_threshold, max_size=self.generalise_max):
+        for g in clusters(items, vecs, self.generalise_threshold, max_size=self.generalise_max, content=False):
             members = [items[i] for i in g]
             general = next((m for m in members if m.fields.get("generalised")), None)
             if general is not None:

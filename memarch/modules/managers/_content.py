@@ -1,0 +1,132 @@
+"""Content tokens: the words that make a fact that fact (numbers, dates, names, codes). Two texts
+that differ in them are different facts, however close their embeddings are, so no manager path
+merges or supersedes one by the other as a near-duplicate (cosine or cluster merge).
+
+The rule, the one place every near-duplicate path asks (`may_absorb`, `same_content`):
+
+- **Content tokens** of a text (lower-cased; a possessive ``'s`` and the commas of ``1,000`` dropped):
+  1. every token with a digit — numbers, amounts, times, ISO and numeric dates (``2023-05-01``,
+     ``7:30``), and codes mixing letters and digits (``w47xbob``, ``A320``);
+  2. number words (``two`` ... ``billion``; not ``one``, which is also a pronoun — "the red one"),
+     month and weekday names in any case (not lower-case ``may`` / ``march``, which are verbs),
+     and ``yesterday`` / ``today`` / ``tomorrow`` / ``tonight``;
+  3. capitalised words — names, places, titles, capitalised months — except ``I`` (``I'm``...) and,
+     at a sentence start (of the text, or after . ! ? : ; or a line break), function words
+     (``STOPWORDS``: ``The``, ``We``, ``It's``, ``May I``); inside a sentence a capitalised function
+     word is a name or a month ("in May", "met Will"). Any other capitalised word at a sentence
+     start counts too: names start sentences ("Caroline moved to
+     Paris" vs "Melanie moved to Paris"), so "Went to the gym" and "Going to the gym" are not
+     merged either — wrongly keeping two paraphrases costs a few tokens, wrongly merging two facts
+     loses one.
+- **May ``survivor`` absorb ``absorbed``?** Only if every content token of ``absorbed`` occurs, as a
+  word in any case, in ``survivor``. An exact repeat, a re-cased or re-punctuated one, and a
+  paraphrase with the same content tokens merge; a text whose content tokens are a **subset** of
+  the survivor's merges into it (nothing it says is lost: "Caroline moved to Paris" into "Caroline
+  moved to Paris in May 2023"), never the other way round.
+- **Duplicates** (`same_content`), for merges whose survivor is chosen later (cluster merges): each
+  may absorb the other.
+
+``ENABLED`` switches the rule off for a before/after measurement only (``benchmarks/bench_dedup.py``);
+nothing else sets it.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from memarch.modules.managers._budget import STOPWORDS
+
+ENABLED = True
+
+_TOKEN = re.compile(r"[^\W_]+(?:['’.,:/-][^\W_]+)*")
+_PART = re.compile(r"[.,:/-]")
+_DIGIT = re.compile(r"\d")
+_POSSESSIVE = re.compile(r"['’]s$")
+_OPENERS = re.compile(r"[\s\"'“‘(\[*_-]*$")
+NUMBER_WORDS = frozenset("""two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand
+million billion""".split())
+DATE_WORDS = frozenset("""january february april june july august september october november december monday
+tuesday wednesday thursday friday saturday sunday yesterday today tomorrow tonight""".split())
+
+
+def _sentence_start(text: str, at: int) -> bool:
+    """Is the token at ``at`` the first of a sentence (of the text, or after . ! ? : ; or a line break)?"""
+    before = text[:at]
+    lead = _OPENERS.search(before)
+    rest = before[:lead.start()] if lead else before
+    return not rest or rest[-1] in ".!?:;\n" or "\n" in before[len(rest):]
+
+
+def _tokens(text: str) -> list[tuple[str, int]]:
+    """(token, offset) pairs; a token with a digit stays whole (``2023-05-01``, ``1,000``, ``7:30``),
+    any other is split at . , : / - (``Paris,London``)."""
+    out = []
+    for m in _TOKEN.finditer(text):
+        if _DIGIT.search(m.group()):
+            out.append((m.group(), m.start()))
+        else:
+            pos = m.start()
+            for part in _PART.split(m.group()):
+                out.append((part, pos))
+                pos += len(part) + 1
+    return out
+
+
+def _norm(token: str) -> str:
+    token = _POSSESSIVE.sub("", token.lower())
+    return token.replace(",", "") if _DIGIT.search(token) else token
+
+
+def _is_content(token: str, norm: str, sentence_start: bool) -> bool:
+    if _DIGIT.search(norm) or norm in NUMBER_WORDS or norm in DATE_WORDS:
+        return True
+    if not token[:1].isupper():
+        return False
+    head = re.split(r"['’]", norm, maxsplit=1)[0]
+    if head == "i":  # I, I'm, I've: never a name
+        return False
+    # A capitalised function word is a name or a month only inside a sentence ("in May", "met Will").
+    return not sentence_start or (head not in STOPWORDS and norm not in STOPWORDS)
+
+
+@lru_cache(maxsize=1 << 16)
+def _analyse(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(content tokens, every word) of ``text``, both normalised."""
+    content, words = set(), set()
+    for token, at in _tokens(text):
+        norm = _norm(token)
+        if not norm:
+            continue
+        words.add(norm)
+        words.update(p for p in re.split(r"[.,:/'’-]", norm) if p)  # "2023-05-01" also holds "2023"
+        if _is_content(token, norm, _sentence_start(text, at)):
+            content.add(norm)
+    return frozenset(content), frozenset(words)
+
+
+def content_tokens(text: str) -> frozenset[str]:
+    """The numbers, dates, names and codes of ``text`` (see the module docstring), normalised.
+
+    Example::
+
+        content_tokens("bob fact number 47: the code word is w47xbob")   # {"47", "w47xbob"}
+        content_tokens("Caroline moved to Paris in May")                 # {"caroline", "paris", "may"}
+    """
+    return _analyse(text)[0]
+
+
+def missing_content(survivor: str, absorbed: str) -> frozenset[str]:
+    """Content tokens of ``absorbed`` that ``survivor`` does not say (empty: nothing would be lost)."""
+    return _analyse(absorbed)[0] - _analyse(survivor)[1]
+
+
+def may_absorb(survivor: str, absorbed: str) -> bool:
+    """May a near-duplicate ``absorbed`` be folded into ``survivor``? Only when it says nothing
+    ``survivor`` does not (every content token of it is a word of ``survivor``)."""
+    return not ENABLED or not missing_content(survivor, absorbed)
+
+
+def same_content(a: str, b: str) -> bool:
+    """Duplicates for a merge that keeps either of them: each may absorb the other."""
+    return may_absorb(a, b) and may_absorb(b, a)
