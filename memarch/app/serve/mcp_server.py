@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -107,8 +108,6 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
     if user_id is not None and (not isinstance(user_id, str) or not user_id.strip()):
         raise MemarchError(f"user_id: expected a non-empty string, got {user_id!r}")
     instructions = INSTRUCTIONS + (f" This server serves only user {user_id!r}." if user_id else "")
-    server = MCPServer(name, instructions=instructions, log_level="WARNING")
-
     def call(fn, *args, **kwargs):
         """Run a `Memory` call; its one-line error becomes the tool's error."""
         try:
@@ -179,20 +178,21 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
              (update_memory, "Correct a memory", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
              (delete_memory, "Delete a memory", ToolAnnotations(read_only_hint=False, destructive_hint=True,
                                                                 idempotent_hint=True))]
-    for fn, title, annotations in tools:
+    for fn, _, _ in tools:
         if user_id is not None:  # pinned: user_id becomes optional, defaulting to the pinned user
             fn.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), "user_id": user_id}
-        server.add_tool(fn, title=title, annotations=annotations, description=" ".join(fn.__doc__.split()))
-        _refuse_unknown_arguments(server._tool_manager.get_tool(fn.__name__))
-    return server
+    return MCPServer(name, instructions=instructions, log_level="WARNING", tools=[
+        _strict(Tool.from_function(fn, title=title, annotations=annotations, description=" ".join(fn.__doc__.split())))
+        for fn, title, annotations in tools])
 
 
-def _refuse_unknown_arguments(tool: Any) -> None:
+def _strict(tool: Tool) -> Tool:
     """The SDK ignores arguments a tool does not take; a misspelt ``limt`` should be an error."""
     base = tool.fn_metadata.arg_model
     tool.fn_metadata.arg_model = type(base.__name__, (base,), {
         "model_config": ConfigDict(**base.model_config, extra="forbid"), "__module__": base.__module__})
     tool.parameters["additionalProperties"] = False
+    return tool
 
 
 def run_mcp(memory: Memory, transport: Literal["stdio", "http"] | str, host: str = "127.0.0.1", port: int = 8766,
