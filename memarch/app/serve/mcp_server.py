@@ -5,8 +5,8 @@ official ``mcp`` SDK's `MCPServer`.
 Tools are sync functions: the SDK runs each call on a worker thread (``anyio.to_thread``), so a
 slow add never blocks the event loop, and `Memory` is thread-safe. Inputs are typed (pydantic, unknown
 arguments refused); results are structured (`Item` = the `MemoryRecord` fields); a `MemarchError`
-(bad input, a missing item, another user on a pinned server) becomes a tool error carrying its
-one-line message, and the server keeps answering.
+(bad input, a missing item, another user on a pinned server or outside the bearer token's users)
+becomes a tool error carrying its one-line message, and the server keeps answering. docs/mcp.md.
 """
 # No ``from __future__ import annotations``: the SDK reads the tools' signatures with eval_str.
 import ipaddress
