@@ -21,6 +21,10 @@ def __getattr__(name):  # heavy imports (dspy, torch, optuna) only when asked fo
         import memarch.app.memory as memory_app
 
         return getattr(memory_app, name)
+    if name == "AsyncMemory":
+        from memarch.app.asynchronous import AsyncMemory
+
+        return AsyncMemory
     if name == "SearchSpace":  # the Optuna parameter view's old name; one release of grace
         import warnings
 
@@ -34,6 +38,6 @@ def __getattr__(name):  # heavy imports (dspy, torch, optuna) only when asked fo
 
 
 __all__ = [
-    "Architecture", "ArchitectureSpace", "Episode", "LineageEntry", "MemarchError", "Memory", "MemoryItem",
+    "Architecture", "ArchitectureSpace", "AsyncMemory", "Episode", "LineageEntry", "MemarchError", "Memory", "MemoryItem",
     "MemoryProgram", "MemoryRecord", "Query", "Retrieval", "ScoredItem", "Step", "Turn", "Usage", *_SEARCH,
 ]

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from memarch.errors import MemarchError
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem
-from memarch.app.messages import as_messages, as_time
+from memarch.app.messages import as_messages, as_time, as_user
 
 BATCH = 256  # sessions per transaction: one embedder call and one commit each
 _SESSION_KEYS = {"messages", "user_id", "timestamp"}
@@ -53,22 +53,16 @@ def sessions_of(sessions: Iterable[Any], user_id: str, *, conversation: bool = T
 def _session(raw: Any, user_id: str, conversation: bool) -> Session:
     if isinstance(raw, Episode):
         who = raw.namespace if raw.namespace != "default" else user_id
-        return Session(user_id=_user(who), episode=raw)
+        return Session(user_id=as_user(who), episode=raw)
     if not conversation:
         raise MemarchError("an experience-family program reads agent steps: pass Episodes")
     if isinstance(raw, dict) and "messages" in raw:
         unknown = set(raw) - _SESSION_KEYS
         if unknown:
             raise MemarchError(f"unknown keys {sorted(unknown)} (a session has {sorted(_SESSION_KEYS)})")
-        return Session(user_id=_user(raw.get("user_id", user_id)), messages=as_messages(raw["messages"]),
+        return Session(user_id=as_user(raw.get("user_id", user_id)), messages=as_messages(raw["messages"]),
                        when=as_time(raw.get("timestamp")))
-    return Session(user_id=_user(user_id), messages=as_messages(raw), when=as_time(None))
-
-
-def _user(user_id: Any) -> str:
-    if not isinstance(user_id, str) or not user_id.strip():
-        raise MemarchError(f"user_id: expected a non-empty string, got {user_id!r}")
-    return user_id
+    return Session(user_id=as_user(user_id), messages=as_messages(raw), when=as_time(None))
 
 
 def plan_batch(program: Any, episodes: list[Episode]) -> list[list[MemoryItem]]:

@@ -16,7 +16,7 @@ from memarch.pipeline.items import MemoryItem
 from memarch.app.bulk import BATCH, Session, plan_batch, sessions_of
 from memarch.app.correction import correct
 from memarch.app.database import MemoryDB
-from memarch.app.messages import Messages, as_messages, as_time, conversation_episode
+from memarch.app.messages import Messages, as_messages, as_time, as_user, conversation_episode
 from memarch.app.program_file import build_program, read_program
 from memarch.app.records import MemoryRecord
 from memarch.pipeline.resources import Resources
@@ -71,7 +71,7 @@ class Memory:
     def add(self, messages: Messages, *, user_id: str = "default", timestamp: Any = None) -> list[MemoryRecord]:
         """Write messages (a string or ``[{"role", "content"}]``) as one conversation session of
         ``user_id``, dated ``timestamp`` (default now, UTC); returns the items the manager kept."""
-        ns = _user(user_id)
+        ns = as_user(user_id)
         said, when = as_messages(messages), as_time(timestamp)
         if self.program.family == "experience":
             raise MemarchError(f"{self._source}: an experience-family program (encoders "
@@ -82,12 +82,13 @@ class Memory:
 
     def add_episode(self, episode: Episode, *, user_id: str | None = None) -> list[MemoryRecord]:
         """Write any `Episode` (an agent trajectory for experience programs) for ``user_id``."""
-        ns = _user(user_id if user_id is not None else episode.namespace)
+        ns = as_user(user_id if user_id is not None else episode.namespace)
         return self._write(ns, episode.time, lambda n: dataclasses.replace(
             episode, id=episode.id or f"e{n}", namespace=ns))
 
     def add_many(self, sessions: Iterable[Any], *, user_id: str = "default", batch: int = BATCH,
-                 on_progress: Callable[[int], None] | None = None) -> list[list[MemoryRecord]]:
+                 on_progress: Callable[[int], None] | None = None, resume_key: str | None = None,
+                 resume_from: int = 0) -> list[list[MemoryRecord]]:
         """Write many sessions, in order, with the same result as one `add` each (same items, ids,
         lineage and search results), ``batch`` sessions per transaction with their embeddings
         computed in one call. A session: what `add` takes (a string, a message dict or a list), a
@@ -95,13 +96,16 @@ class Memory:
 
         All of a session list is checked before anything is written; a batch is all or nothing,
         so after a crash the memory holds whole batches. ``on_progress(n)`` after each commit
-        (sessions written so far). Returns each session's kept items."""
+        (sessions written so far). With ``resume_key``, each commit also records ``resume_from`` +
+        the sessions written so far under that key (`import_progress`), atomically with the batch.
+        Returns each session's kept items."""
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise MemarchError(f"batch: expected a positive integer, got {batch!r}")
         todo = sessions_of(sessions, user_id, conversation=self.program.family != "experience")
         out: list[list[MemoryRecord]] = []
         for start in range(0, len(todo), batch):
-            out += self._write_batch(todo[start:start + batch])
+            mark = None if resume_key is None else (resume_key, resume_from + start + len(todo[start:start + batch]))
+            out += self._write_batch(todo[start:start + batch], mark=mark)
             if on_progress is not None:
                 on_progress(len(out))
         return out
@@ -117,7 +121,7 @@ class Memory:
         An experience-family program's encoders read agent steps, not messages: there the new
         text replaces the item's text as it is (same kind and provenance), then the manager's
         rules apply. Raises `NotFoundError` when ``item_id`` is not an active item of the user."""
-        ns = _user(user_id)
+        ns = as_user(user_id)
         if not isinstance(text, str) or not text.strip():
             raise MemarchError(f"text: expected a non-empty string, got {text!r}")
         when = as_time(timestamp)
@@ -156,7 +160,7 @@ class Memory:
     def get(self, item_id: str, *, user_id: str | None = None) -> MemoryRecord:
         """One item (also a superseded or deleted one) as committed now."""
         with self._lock, self.db.read():
-            rows = self.db.find(item_id, None if user_id is None else _user(user_id))
+            rows = self.db.find(item_id, None if user_id is None else as_user(user_id))
         if not rows:
             whose = "" if user_id is None else f" of user {user_id!r}"
             raise NotFoundError(f"no memory item {item_id!r}{whose} in {self.path}")
@@ -167,14 +171,14 @@ class Memory:
     def get_all(self, *, user_id: str = "default", include_deleted: bool = False) -> list[MemoryRecord]:
         """Every item of ``user_id`` as committed now, in the order they were written."""
         with self._lock, self.db.read():
-            rows = self.db.namespace_items(_user(user_id))
+            rows = self.db.namespace_items(as_user(user_id))
         items = [MemoryItem.from_dict(r) for r in rows]
         return [MemoryRecord.of(it) for it in items if include_deleted or it.active]
 
     def delete(self, *, user_id: str, item_id: str | None = None) -> int:
         """With ``item_id``: tombstone that item (it leaves search, its history says ``deleted``).
         Without: remove every item and message of ``user_id`` from disk. Returns items affected."""
-        ns = _user(user_id)
+        ns = as_user(user_id)
         if item_id is not None:
             def tombstone() -> list[MemoryItem]:
                 if self.program.store.get(item_id, ns) is None:
@@ -195,7 +199,7 @@ class Memory:
         """Active items of ``user_id`` in this process's view (after catching up)."""
         with self._lock:
             self._catch_up()
-            return self.program.store.count(_user(user_id))
+            return self.program.store.count(as_user(user_id))
 
     def stats(self) -> dict[str, Any]:
         """What is under ``path`` as committed now: ``{"path", "program", "embedder", "users",
@@ -223,7 +227,7 @@ class Memory:
             raise MemarchError("query: expected a non-empty string")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise MemarchError(f"limit: expected a positive integer, got {limit!r}")
-        ns = _user(user_id)
+        ns = as_user(user_id)
         with self._lock:
             self._catch_up()
             return self.program.read(Query(text=query, namespace=ns), top_k=limit)
@@ -233,8 +237,14 @@ class Memory:
         kept = self._transaction(lambda: self._write_episode(ns, time, make))
         return [MemoryRecord.of(it) for it in kept]
 
-    def _write_batch(self, batch: list[Session]) -> list[list[MemoryRecord]]:
-        """Several sessions in one transaction, each written as `add` would, their embeddings first."""
+    def import_progress(self, key: str) -> int:
+        """Sessions committed so far by an `add_many` with ``resume_key=key`` (0 if none)."""
+        with self._lock, self.db.read():
+            return int(self.db.get_meta(key) or 0)
+
+    def _write_batch(self, batch: list[Session], *, mark: tuple[str, int] | None = None) -> list[list[MemoryRecord]]:
+        """Several sessions in one transaction, each written as `add` would, their embeddings first;
+        ``mark``: (key, value) recorded in the same transaction."""
         out: list[list[MemoryItem]] = []
 
         def body() -> list[MemoryItem]:
@@ -245,6 +255,8 @@ class Memory:
                 out.append(self._write_episode(ns, episode.time, lambda _n: episode, n=n, items=items,
                                                written=written[ns]))
                 written[ns] += 1
+            if mark is not None:
+                self.db.set_meta(*mark)
             return [it for kept in out for it in kept]
         self._transaction(body)
         return [[MemoryRecord.of(it) for it in kept] for kept in out]
@@ -333,8 +345,3 @@ class Memory:
                             f"({self.program.architecture.key()}, embedder {want.get('embedder')}); "
                             "use another path")
 
-
-def _user(user_id: Any) -> str:
-    if not isinstance(user_id, str) or not user_id.strip():
-        raise MemarchError(f"user_id: expected a non-empty string, got {user_id!r}")
-    return user_id

@@ -35,6 +35,13 @@ def as_messages(messages: Messages) -> list[dict[str, str]]:
     return out
 
 
+def as_user(user_id: Any) -> str:
+    """A user id: a non-empty string (one MemarchError line otherwise)."""
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise MemarchError(f"user_id: expected a non-empty string, got {user_id!r}")
+    return user_id
+
+
 def as_time(timestamp: Any) -> dt.datetime:
     """A datetime (naive = UTC), a date, an ISO string or epoch seconds; None: now (UTC), the
     moment a live app adds the message."""
