@@ -1,0 +1,309 @@
+"""`memarch serve` under load and a crash (issue 21's goal): a memory prefilled with ``--items`` items
+over ``--users`` users, the server as a real process on loopback, ``--clients`` concurrent clients
+(asyncio + httpx, one keep-alive connection each, no think time) doing add / search 1:4 for
+``--seconds``. Every client acts through a token scoped to the user it asks for.
+
+    python benchmarks/bench_serve.py [--items 100000] [--seconds 120] [--clients 16] [--users 8]
+                                     [--embedder hash|bundled] [--crash-seconds 20] [--no-crash]
+
+Checked, not just timed: every response's items belong to the user asked for (a search for user B
+never shows an item of user A); every acknowledged add is there afterwards (GET by id); then a
+crash phase: the same load, ``kill -9`` of the server halfway, a restart on the same path, every add
+acknowledged before the kill is there and ``PRAGMA integrity_check`` of memory.db says ok.
+Prints latency percentiles (ms), throughput, errors and the machine's load (``uptime``); exits 1
+when a correctness check fails (latency goals are reported, not enforced).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import httpx  # noqa: E402
+
+from bench_memory_app import message  # noqa: E402  (the same generated chat messages)
+
+GOAL_SEARCH_P95_MS, GOAL_ADD_P95_MS = 50.0, 100.0
+ARCH = {"schema_version": "1", "encode": ["turn"], "store": "hybrid", "retrieve": "hybrid", "manage": "lightweight"}
+EMBEDDERS = {"hash": "hash", "bundled": "all-MiniLM-L6-v2"}
+
+
+@dataclass
+class Tally:
+    """What the clients saw: latencies, acknowledged adds, errors, cross-user leaks."""
+
+    add_ms: list[float] = field(default_factory=list)
+    search_ms: list[float] = field(default_factory=list)
+    acked: list[tuple[str, str]] = field(default_factory=list)  # (user, item id) of every acknowledged add
+    merged: int = 0        # adds acknowledged with no new item (the manager merged them)
+    errors: list[str] = field(default_factory=list)
+    leaks: list[str] = field(default_factory=list)
+    cut: int = 0           # requests cut by the kill (crash phase only)
+
+
+def uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        return f"load average: {os.getloadavg()}"
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) of this process, or of ``pid`` (from /proc)."""
+    if pid is None:
+        t = os.times()
+        return t.user + t.system
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def pct(ms: list[float]) -> str:
+    if not ms:
+        return "-"
+    p50, p95, p99 = np.percentile(ms, [50, 95, 99])
+    return f"{p50:.1f} / {p95:.1f} / {p99:.1f}"
+
+
+def prefill(program: Path, path: Path, items: int, users: list[str], seed: int) -> float:
+    """``items`` one-message sessions round-robin over ``users`` through `Memory.add_many`; items/s."""
+    from memarch import Memory
+
+    rng = random.Random(seed)
+    t0 = time.perf_counter()
+    with Memory.load(program, path=path) as memory:
+        step = 5000
+        for start in range(0, items, step):
+            sessions = [{"messages": message(rng), "user_id": users[i % len(users)], "timestamp": 1.7e9 + i}
+                        for i in range(start, min(items, start + step))]
+            memory.add_many(sessions)
+            print(f"  prefill {min(items, start + step)}/{items} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        stored = memory.stats()
+    print(f"  stored: {stored.get('items')} items, {stored.get('episodes')} episodes")
+    return items / (time.perf_counter() - t0)
+
+
+class Server:
+    """``memarch serve`` as a child process on a free loopback port."""
+
+    def __init__(self, program: Path, path: Path, tokens: Path, log: Path):
+        self.args, self.log = (program, path, tokens), log
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+
+    def start(self, timeout: float = 1800) -> float:
+        """Start it and wait for /health; seconds until healthy (loading the memory)."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        program, path, tokens = self.args
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen([sys.executable, "-m", "memarch", "serve", str(program), "--path", str(path),
+                                      "--port", str(self.port), "--token-file", str(tokens), "--no-access-log",
+                                      "--log-level", "warning"], stdout=subprocess.DEVNULL,
+                                     stderr=open(self.log, "a"))
+        while time.perf_counter() - t0 < timeout:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"server exited {self.proc.returncode}; see {self.log}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=30).status_code == 200:
+                    return time.perf_counter() - t0
+            except httpx.TransportError:
+                time.sleep(0.25)
+        raise SystemExit("server not healthy in time")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=120)
+
+
+def check_users(records: list[dict], user: str, tally: Tally, what: str) -> None:
+    for r in records:
+        if r.get("user_id") != user:
+            tally.leaks.append(f"{what} for {user} returned {r.get('id')} of {r.get('user_id')}")
+
+
+async def client(n: int, url: str, tokens: dict[str, str], deadline: float, tally: Tally, seed: int,
+                 stop: asyncio.Event) -> None:
+    """One client: a loop of add (1 in 5) or search for a random user, until the deadline or ``stop``."""
+    rng = random.Random(seed * 1000 + n)
+    users = list(tokens)
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        i = 0
+        while time.perf_counter() < deadline and not stop.is_set():
+            user, i = rng.choice(users), i + 1
+            headers = {"Authorization": f"Bearer {tokens[user]}"}
+            add = rng.random() < 0.2
+            t0 = time.perf_counter()
+            try:
+                if add:
+                    r = await http.post(f"/v1/users/{user}/memories", headers=headers,
+                                        json={"messages": f"{message(rng)} (client {n} add {i})"})
+                else:
+                    r = await http.post(f"/v1/users/{user}/search", headers=headers,
+                                        json={"query": message(rng), "limit": 5})
+            except httpx.TransportError as exc:
+                if stop.is_set() or tally.cut:  # the server was killed under us
+                    tally.cut += 1
+                    return
+                tally.errors.append(f"{type(exc).__name__}: {exc}")
+                continue
+            ms = (time.perf_counter() - t0) * 1e3
+            if r.status_code not in (200, 201):
+                tally.errors.append(f"{r.status_code}: {r.text[:200]}")
+                continue
+            body = r.json()
+            if add:
+                tally.add_ms.append(ms)
+                check_users(body["items"], user, tally, "add")
+                tally.acked += [(user, x["id"]) for x in body["items"]]
+                tally.merged += not body["items"]
+            else:
+                tally.search_ms.append(ms)
+                check_users(body["results"], user, tally, "search")
+
+
+async def load(url: str, tokens: dict[str, str], clients: int, seconds: float, seed: int,
+               kill_after: float | None = None, kill=None) -> Tally:
+    tally, stop = Tally(), asyncio.Event()
+    deadline = time.perf_counter() + seconds
+    tasks = [asyncio.create_task(client(n, url, tokens, deadline, tally, seed, stop)) for n in range(clients)]
+    if kill_after is not None:
+        await asyncio.sleep(kill_after)
+        tally.cut = tally.cut or 0
+        kill()
+        stop.set()
+    await asyncio.gather(*tasks)
+    return tally
+
+
+async def missing(url: str, admin: str, acked: list[tuple[str, str]], tally: Tally) -> list[str]:
+    """The acknowledged adds the server does not have (GET by id; superseded counts as there)."""
+    sem, lost = asyncio.Semaphore(16), []
+    async with httpx.AsyncClient(base_url=url, timeout=60, headers={"Authorization": f"Bearer {admin}"}) as http:
+        async def one(user: str, item: str) -> None:
+            async with sem:
+                r = await http.get(f"/v1/users/{user}/memories/{item}")
+            if r.status_code != 200:
+                lost.append(f"{user}/{item}: {r.status_code}")
+            else:
+                check_users([r.json()], user, tally, "get")
+        await asyncio.gather(*(one(u, i) for u, i in acked))
+    return lost
+
+
+def report(name: str, tally: Tally, seconds: float) -> None:
+    done = len(tally.add_ms) + len(tally.search_ms)
+    print(f"{name}: {done} requests in {seconds:.0f} s = {done / seconds:.0f}/s; "
+          f"search p50/p95/p99 {pct(tally.search_ms)} ms ({len(tally.search_ms)}); "
+          f"add p50/p95/p99 {pct(tally.add_ms)} ms ({len(tally.add_ms)}, {tally.merged} merged); "
+          f"errors {len(tally.errors)}; cross-user items {len(tally.leaks)}", flush=True)
+    for e in (tally.errors + tally.leaks)[:5]:
+        print(f"  ! {e}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--items", type=int, default=100_000, help="items stored before the load (default 100k)")
+    ap.add_argument("--seconds", type=float, default=120, help="duration of the load phase")
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--users", type=int, default=8)
+    ap.add_argument("--embedder", choices=sorted(EMBEDDERS), default="hash")
+    ap.add_argument("--crash-seconds", type=float, default=20, help="load before and after... the kill lands halfway")
+    ap.add_argument("--no-crash", action="store_true", help="skip the kill -9 phase")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (printed)")
+    ap.add_argument("--data", default=None, help="ignored (make bench passes it to every benchmark)")
+    args = ap.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="memarch-bench-serve-"))
+    os.environ["MEMARCH_CACHE_DIR"] = str(tmp / "cache")  # the server (a child) inherits it
+    from memarch.pipeline.architecture import Architecture
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.program import MemoryProgram
+    from memarch.pipeline.resources import Resources
+
+    program, path, log = tmp / "program.json", tmp / "mem", tmp / "server.log"
+    resources = Resources(embedder=Embedder(EMBEDDERS[args.embedder], cache_dir=tmp / "cache"), cache_dir=tmp / "cache")
+    MemoryProgram(Architecture.from_dict(ARCH), resources=resources).save(program, include_memory=False)
+    users = [f"user{u}" for u in range(args.users)]
+    tokens = {u: f"bench-{u}-{os.urandom(12).hex()}" for u in users}
+    admin = f"bench-admin-{os.urandom(12).hex()}"
+    token_file = tmp / "tokens"
+    token_file.write_text(f"{admin}\n" + "".join(f"{t} {u}\n" for u, t in tokens.items()))
+    token_file.chmod(0o600)
+    print(f"bench_serve: {args.items} items over {args.users} users, {args.clients} clients x {args.seconds:.0f} s, "
+          f"add:search 1:4, {args.embedder} embedder, turn|hybrid|hybrid|lightweight; {tmp}")
+    print(f"before: {uptime()}")
+    fill_rate = prefill(program, path, args.items, users, args.seed) if args.items else 0.0
+    print(f"prefill: {fill_rate:.0f} items/s (Memory.add_many)")
+    server = Server(program, path, token_file, log)
+    print(f"server healthy after {server.start():.1f} s (loading {args.items} items)", flush=True)
+    t0, cpu0, server0 = time.perf_counter(), cpu_seconds(), cpu_seconds(server.proc.pid)
+    tally = asyncio.run(load(server.url, tokens, args.clients, args.seconds, args.seed))
+    wall = time.perf_counter() - t0
+    report("load", tally, wall)
+    print(f"  CPU: server {cpu_seconds(server.proc.pid) - server0:.1f} s, clients {cpu_seconds() - cpu0:.1f} s "
+          f"in {wall:.0f} s on {os.cpu_count()} cores")
+    print(f"load during the run: {uptime()}")
+    lost = asyncio.run(missing(server.url, admin, tally.acked, tally))
+    print(f"acknowledged adds present afterwards: {len(tally.acked) - len(lost)}/{len(tally.acked)}")
+    failed = bool(tally.errors or tally.leaks or lost)
+    acked = list(tally.acked)
+    if args.no_crash:
+        print(f"server stopped (SIGTERM): exit {server.stop()}")
+    else:
+        t0 = time.perf_counter()
+        crash = asyncio.run(load(server.url, tokens, args.clients, args.crash_seconds, args.seed + 1,
+                                 kill_after=args.crash_seconds / 2, kill=lambda: server.proc.kill()))
+        server.proc.wait()
+        report("crash phase (kill -9 halfway)", crash, time.perf_counter() - t0)
+        print(f"  requests cut by the kill: {crash.cut}")
+        acked += crash.acked
+        print(f"restarted, healthy after {server.start():.1f} s", flush=True)
+        lost_after = asyncio.run(missing(server.url, admin, acked, crash))
+        print(f"acknowledged adds present after kill -9 + restart: {len(acked) - len(lost_after)}/{len(acked)}")
+        print(f"server stopped (SIGTERM): exit {server.stop()}")
+        with sqlite3.connect(path / "memory.db") as db:
+            integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+        print(f"PRAGMA integrity_check: {integrity}")
+        failed |= bool(crash.leaks or lost_after or integrity != "ok" or crash.errors)
+        for e in lost_after[:5]:
+            print(f"  ! lost {e}")
+    search_p95 = np.percentile(tally.search_ms, 95) if tally.search_ms else float("nan")
+    add_p95 = np.percentile(tally.add_ms, 95) if tally.add_ms else float("nan")
+    print(f"goal search p95 < {GOAL_SEARCH_P95_MS:.0f} ms: {'met' if search_p95 < GOAL_SEARCH_P95_MS else 'MISSED'} "
+          f"({search_p95:.1f}); add p95 < {GOAL_ADD_P95_MS:.0f} ms: "
+          f"{'met' if add_p95 < GOAL_ADD_P95_MS else 'MISSED'} ({add_p95:.1f}); "
+          f"correctness: {'FAILED' if failed else 'ok'}")
+    print(f"after: {uptime()}")
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
