@@ -18,14 +18,15 @@ def read_program(program: Any, resources: Resources | None) -> tuple[dict, str, 
     """(saved-program dict without its memory bank, a name for messages, resources).
 
     ``program``: a path to a saved program or an architecture JSON, a `MemoryProgram`, or an
-    `Architecture`. Resources default to the program's embedder (``hash`` or a model) and no LM.
+    `Architecture`. Resources default to the program's embedder (``hash`` or a model), no LM, and
+    no encoder-output cache (it would keep deleted users' messages on disk).
     """
     from memarch.pipeline.program import FORMAT, MemoryProgram
 
     if isinstance(program, MemoryProgram):
         return program.to_dict(include_memory=False), "program", resources or program.resources
     if isinstance(program, Architecture):
-        built = MemoryProgram(program, resources=resources)
+        built = MemoryProgram(program, resources=resources or Resources(use_encoder_cache=False))
         return built.to_dict(include_memory=False), program.key(), built.resources
     if not isinstance(program, (str, Path)):
         raise MemarchError(f"program: expected a file path, an Architecture or a MemoryProgram, "
@@ -44,7 +45,7 @@ def read_program(program: Any, resources: Resources | None) -> tuple[dict, str, 
     if isinstance(data, dict) and "encode" in data:
         try:
             arch = Architecture.from_dict(data)
-            built = MemoryProgram(arch, resources=resources)
+            built = MemoryProgram(arch, resources=resources or Resources(use_encoder_cache=False))
         except MemarchError as exc:
             raise DataError(f"{source}: {exc}") from None
         return built.to_dict(include_memory=False), source, built.resources
@@ -55,9 +56,11 @@ def read_program(program: Any, resources: Resources | None) -> tuple[dict, str, 
 def _resources_for(embedder: Any) -> Resources:
     from memarch.pipeline.embed import DEFAULT_MODEL, Embedder
 
+    # No encoder-output cache: it is shared on disk, keyed by message content, and would keep a
+    # user's messages after `Memory.delete` removed them (and it saves nothing on new messages).
     if embedder in (None, DEFAULT_MODEL):
-        return Resources()
-    return Resources(embedder=Embedder(str(embedder)))
+        return Resources(use_encoder_cache=False)
+    return Resources(embedder=Embedder(str(embedder)), use_encoder_cache=False)
 
 
 def build_program(data: dict, resources: Resources, source: str):
