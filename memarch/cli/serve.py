@@ -45,16 +45,14 @@ def run(args) -> int:
         args.port = DEFAULT_MCP_PORT if args.mcp else DEFAULT_PORT
     if not 0 <= args.port <= 65535:
         raise MemarchError(f"--port must be 0-65535, got {args.port}")
-    from memarch.app.serve.auth import load_token_file, single_token
+    from memarch.app.serve.auth import load_token_file
 
-    auth = mcp_token = None
-    if args.token_file and args.mcp == "http":
-        mcp_token = single_token(args.token_file)
-    elif args.token_file and args.mcp == "stdio":
+    auth = None
+    if args.token_file and args.mcp == "stdio":
         raise MemarchError("--token-file does not apply to --mcp stdio (only the spawning process talks to it)")
-    elif args.token_file:
+    if args.token_file:
         auth = load_token_file(args.token_file)
-    if auth is None and mcp_token is None and args.mcp != "stdio" and not is_loopback(args.host):
+    if auth is None and args.mcp != "stdio" and not is_loopback(args.host):
         raise MemarchError(f"--host {args.host} is not a loopback address: serving it needs --token-file "
                            "(docs/serving.md)")
     sock = None if args.mcp else bind(args.host, args.port)  # a port in use: one line, before the slow load
@@ -70,8 +68,7 @@ def run(args) -> int:
         if args.mcp:
             from memarch.app.serve.mcp_server import run_mcp
 
-            token, user = mcp_token or (None, None)
-            run_mcp(memory, args.mcp, args.host, args.port, token=token, user_id=user)
+            run_mcp(memory, args.mcp, args.host, args.port, auth=auth)
             return 0
         return _serve_http(memory, sock, auth, args)
     finally:

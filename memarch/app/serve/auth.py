@@ -80,17 +80,6 @@ def load_token_file(path: str | Path) -> TokenAuth:
     return TokenAuth(parse_tokens(read_token_file(path), where=str(path)))
 
 
-def single_token(path: str | Path) -> tuple[str, str | None]:
-    """For the MCP server, which takes one token: the file's only token and the one user it is
-    scoped to (None: every user); several tokens or users are refused with one line."""
-    text = read_token_file(path)
-    parse_tokens(text, where=str(path))  # the same checks
-    lines = [ln.split() for ln in text.splitlines() if ln.split() and not ln.split()[0].startswith("#")]
-    if len(lines) != 1 or len(lines[0]) > 2:
-        raise MemarchError(f"token file {path}: --mcp takes one token, scoped to at most one user")
-    return lines[0][0], (lines[0][1] if len(lines[0]) == 2 else None)
-
-
 def read_token_file(path: str | Path) -> str:
     """The text of a token file once it passed the ownership and permission checks."""
     path = Path(path)

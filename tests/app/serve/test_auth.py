@@ -9,7 +9,7 @@ import os
 import pytest
 
 from memarch.app.serve import auth as auth_module
-from memarch.app.serve.auth import load_token_file, parse_tokens, single_token
+from memarch.app.serve.auth import load_token_file, parse_tokens
 from memarch.errors import MemarchError
 
 ADMIN, BOT = "a" * 32, "b1e2c3d4e5f60718293a4b5c6d7e8f90"
@@ -76,10 +76,5 @@ def test_every_token_is_compared_in_constant_time(tmp_path, monkeypatch):
     assert calls == [32, 32, 32]
 
 
-def test_the_mcp_server_takes_one_token_scoped_to_at_most_one_user(tmp_path):
-    assert single_token(token_file(tmp_path, f"# mcp\n{BOT} ana\n")) == (BOT, "ana")
-    assert single_token(token_file(tmp_path, f"{ADMIN}\n")) == (ADMIN, None)
-    for text in (f"{ADMIN}\n{BOT}\n", f"{BOT} ana bob\n"):
-        with pytest.raises(MemarchError, match="one token"):
-            single_token(token_file(tmp_path, text))
+def test_parse_tokens_reads_text(tmp_path):
     assert [t.users for t in parse_tokens(f"{ADMIN}\n{BOT} ana\n")] == [None, frozenset({"ana"})]

@@ -107,6 +107,10 @@ def test_refusals_are_one_line_and_exit_2(program, tmp_path):
     mem = str(tmp_path / "mem")
     for host in ("0.0.0.0", "::", "192.0.2.10"):
         one_line_exit_2(memarch_serve(str(program), "--path", mem, "--host", host), "needs --token-file")
+    one_line_exit_2(memarch_serve(str(program), "--path", mem, "--mcp", "http", "--host", "0.0.0.0"),
+                    "needs --token-file")
+    one_line_exit_2(memarch_serve(str(program), "--path", mem, "--mcp", "stdio", "--token-file",
+                                  str(token_file(tmp_path))), "does not apply to --mcp stdio")
     loose = token_file(tmp_path, 0o644)
     one_line_exit_2(memarch_serve(str(program), "--path", mem, "--host", "0.0.0.0", "--token-file", str(loose)),
                     "mode 0644 lets group or others read it")
