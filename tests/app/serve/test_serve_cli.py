@@ -129,3 +129,17 @@ def test_refusals_are_one_line_and_exit_2(program, tmp_path):
                         "Address already in use")
     assert not os.path.exists(os.path.join(mem, "memory.db"))  # refused before the memory was opened
     assert json.loads(program.read_text())["architecture"]["store"] == "hybrid"
+
+
+@pytest.mark.slow
+def test_the_serve_benchmark_runs_and_checks_what_it_claims():
+    """benchmarks/bench_serve.py at toy size: load, every acknowledged add present, kill -9, integrity."""
+    bench = os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks", "bench_serve.py")
+    p = subprocess.run([sys.executable, bench, "--items", "200", "--seconds", "3", "--clients", "4",
+                        "--users", "3", "--crash-seconds", "2", "--data", "ignored"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    out = p.stdout
+    assert "errors 0; cross-user items 0" in out and "PRAGMA integrity_check: ok" in out
+    assert "acknowledged adds present after kill -9 + restart:" in out and "correctness: ok" in out
+    assert "load average" in out
