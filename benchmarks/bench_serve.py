@@ -101,6 +101,16 @@ def prefill(program: Path, path: Path, items: int, users: list[str], seed: int) 
     return items / (time.perf_counter() - t0)
 
 
+def _stored(program: Path, path: Path) -> int:
+    """Items already in the memory at ``path`` (0 when there is none yet)."""
+    if not (path / "memory.db").exists():
+        return 0
+    from memarch import Memory
+
+    with Memory.load(program, path=path) as memory:
+        return sum(memory.stats()["items"].values())
+
+
 class Server:
     """``memarch serve`` as a child process on a free loopback port."""
 
@@ -146,13 +156,14 @@ def check_users(records: list[dict], user: str, tally: Tally, what: str) -> None
 
 
 async def client(n: int, url: str, tokens: dict[str, str], deadline: float, tally: Tally, seed: int,
-                 stop: asyncio.Event) -> None:
-    """One client: a loop of add (1 in 5) or search for a random user, until the deadline or ``stop``."""
+                 stop: asyncio.Event, stop_after: int | None = None) -> None:
+    """One client: a loop of add (1 in 5) or search for a random user, until the deadline, ``stop``
+    or ``stop_after`` requests."""
     rng = random.Random(seed * 1000 + n)
     users = list(tokens)
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
         i = 0
-        while time.perf_counter() < deadline and not stop.is_set():
+        while time.perf_counter() < deadline and not stop.is_set() and (stop_after is None or i < stop_after):
             user, i = rng.choice(users), i + 1
             headers = {"Authorization": f"Bearer {tokens[user]}"}
             add = rng.random() < 0.2
@@ -198,6 +209,14 @@ async def load(url: str, tokens: dict[str, str], clients: int, seconds: float, s
     return tally
 
 
+async def solo(url: str, tokens: dict[str, str], n: int, seed: int) -> Tally:
+    """One client alone, one request at a time: what a request costs without queueing behind others."""
+    tally = Tally()
+    if n:
+        await client(0, url, tokens, time.perf_counter() + 3600, tally, seed, asyncio.Event(), stop_after=n)
+    return tally
+
+
 async def missing(url: str, admin: str, acked: list[tuple[str, str]], tally: Tally) -> list[str]:
     """The acknowledged adds the server does not have (GET by id; superseded counts as there)."""
     sem, lost = asyncio.Semaphore(16), []
@@ -233,10 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--crash-seconds", type=float, default=10, help="seconds of load before the kill -9 (default 10)")
     ap.add_argument("--no-crash", action="store_true", help="skip the kill -9 phase")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (printed)")
+    ap.add_argument("--solo", type=int, default=300, help="requests of one client alone, before the load")
+    ap.add_argument("--dir", help="work here and keep it (a later run tops the memory up to --items "
+                                  "instead of filling it again); default: a temporary directory, removed")
     ap.add_argument("--data", default=None, help="ignored (make bench passes it to every benchmark)")
     args = ap.parse_args(argv)
-    tmp = Path(tempfile.mkdtemp(prefix="memarch-bench-serve-"))
+    tmp = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="memarch-bench-serve-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     os.environ["MEMARCH_CACHE_DIR"] = str(tmp / "cache")  # the server (a child) inherits it
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.embed import Embedder
@@ -245,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
 
     program, path, log = tmp / "program.json", tmp / "mem", tmp / "server.log"
     resources = Resources(embedder=Embedder(EMBEDDERS[args.embedder], cache_dir=tmp / "cache"), cache_dir=tmp / "cache")
-    MemoryProgram(Architecture.from_dict(ARCH), resources=resources).save(program, include_memory=False)
+    if not program.exists():
+        MemoryProgram(Architecture.from_dict(ARCH), resources=resources).save(program, include_memory=False)
     users = [f"user{u}" for u in range(args.users)]
     tokens = {u: f"bench-{u}-{os.urandom(12).hex()}" for u in users}
     admin = f"bench-admin-{os.urandom(12).hex()}"
@@ -255,10 +278,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench_serve: {args.items} items over {args.users} users, {args.clients} clients x {args.seconds:.0f} s, "
           f"add:search 1:4, {args.embedder} embedder, turn|hybrid|hybrid|lightweight; {tmp}")
     print(f"before: {uptime()}")
-    fill_rate = prefill(program, path, args.items, users, args.seed) if args.items else 0.0
-    print(f"prefill: {fill_rate:.0f} items/s (Memory.add_many)")
+    have = _stored(program, path)
+    if have < args.items:
+        fill_rate = prefill(program, path, args.items - have, users, args.seed + have)
+        print(f"prefill: {args.items - have} items at {fill_rate:.0f} items/s (Memory.add_many)")
+    else:
+        print(f"prefill: {have} items already in {path}")
     server = Server(program, path, token_file, log)
     print(f"server healthy after {server.start():.1f} s (loading {args.items} items)", flush=True)
+    t0 = time.perf_counter()
+    alone = asyncio.run(solo(server.url, tokens, args.solo, args.seed + 7))
+    if args.solo:
+        report("one client alone", alone, time.perf_counter() - t0)
     t0, cpu0, server0 = time.perf_counter(), cpu_seconds(), cpu_seconds(server.proc.pid)
     tally = asyncio.run(load(server.url, tokens, args.clients, args.seconds, args.seed))
     wall = time.perf_counter() - t0
@@ -266,10 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  CPU: server {cpu_seconds(server.proc.pid) - server0:.1f} s, clients {cpu_seconds() - cpu0:.1f} s "
           f"in {wall:.0f} s on {os.cpu_count()} cores")
     print(f"load during the run: {uptime()}")
-    lost = asyncio.run(missing(server.url, admin, tally.acked, tally))
-    print(f"acknowledged adds present afterwards: {len(tally.acked) - len(lost)}/{len(tally.acked)}")
-    failed = bool(tally.errors or tally.leaks or lost)
-    acked = list(tally.acked)
+    acked = alone.acked + tally.acked
+    lost = asyncio.run(missing(server.url, admin, acked, tally))
+    print(f"acknowledged adds present afterwards: {len(acked) - len(lost)}/{len(acked)}")
+    failed = bool(tally.errors or tally.leaks or lost or alone.errors or alone.leaks)
     if args.no_crash:
         print(f"server stopped (SIGTERM): exit {server.stop()}")
     else:
@@ -297,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'met' if add_p95 < GOAL_ADD_P95_MS else 'MISSED'} ({add_p95:.1f}); "
           f"correctness: {'FAILED' if failed else 'ok'}")
     print(f"after: {uptime()}")
-    if not args.keep:
+    if not args.dir:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
