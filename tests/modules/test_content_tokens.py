@@ -60,3 +60,8 @@ def test_the_switch_is_for_the_benchmark_only(monkeypatch):
     assert not may_absorb(a, b)
     monkeypatch.setattr(_content, "ENABLED", False)
     assert may_absorb(a, b)
+
+
+def test_negations_and_interjections_at_a_sentence_start_are_no_names():
+    assert content_tokens("Don't worry. Wow. Sure thing! Let's go. Can't wait") == set()
+    assert content_tokens("we met Will. Wow, Caroline came") == {"will", "caroline"}

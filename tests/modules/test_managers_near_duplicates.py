@@ -130,3 +130,20 @@ def test_compression_keeps_the_members_texts_in_the_lineage(hash_resources):
     [summary] = store.list()
     assert summary.fields["merged_from"] == [t.id for t in turns]
     assert _absorbed(summary) == {t.id: t.text for t in turns}
+
+
+def test_a_merged_cluster_has_the_same_content_pairwise(hash_resources):
+    from memarch.modules.managers._consolidation import clusters
+    from memarch.modules.managers._content import same_content
+
+    # Same content is not transitive: "will" is a word of the centre, a name (content) in the
+    # second text and absent from the third; the centre matches both, they do not match each other.
+    texts = ["the whole blue team will meet at the old river bridge tonight at nine",
+             "the whole blue team Will meet at the old river bridge tonight at nine",
+             "the whole blue team meet at the old river bridge tonight at nine"]
+    items = [fact(t, kind="tip", ep=f"t{n}") for n, t in enumerate(texts)]
+    assert same_content(texts[0], texts[1]) and same_content(texts[0], texts[2])
+    assert not same_content(texts[1], texts[2])
+    vecs = hash_resources.embedder.embed(texts)
+    [group] = clusters(items, vecs, 0.8)
+    assert len(group) == 2 and all(same_content(items[a].text, items[b].text) for a in group for b in group)

@@ -56,9 +56,9 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
              cross_type: bool = False, max_size: int | None = None, content: bool = True) -> list[list[int]]:
     """Groups of similar, mutually compatible items (same kind unless ``cross_type``, one key at
     most, no opposite outcomes, and — for a merge, ``content`` — the same content tokens, see
-    `_content.same_content`: the survivor is chosen later, so each must be able to absorb the
-    other), largest first, each of 2+ items. A generalisation (``content=False``) groups different
-    facts on purpose: it adds a memory and removes none.
+    `_content.same_content`, every pair of the group: the survivor is chosen later, so each must
+    be able to absorb every other), largest first, each of 2+ items. A generalisation
+    (``content=False``) groups different facts on purpose: it adds a memory and removes none.
 
     Linked components (union-find over pairs above ``threshold``) would chain A~B~C into one
     group with A and C unrelated; so each component is cut down to a star: its medoid and the
@@ -79,6 +79,10 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
         for k in order:
             it = items[comp[k]]
             if k != c and (sims[c, k] < threshold or not _compatible(center, it, cross_type, content)):
+                continue
+            # Same content is not transitive (a word of the centre may be a content token of one
+            # member and absent from another): for a merge, every member must match every other.
+            if content and any(not same_content(items[s].text, it.text) for s in star):
                 continue
             if it.key is not None and key is not None and it.key != key:
                 continue

@@ -10,10 +10,11 @@ The rule, the one place every near-duplicate path asks (`may_absorb`, `same_cont
   2. number words (``two`` ... ``billion``; not ``one``, which is also a pronoun — "the red one"),
      month and weekday names in any case (not lower-case ``may`` / ``march``, which are verbs),
      and ``yesterday`` / ``today`` / ``tomorrow`` / ``tonight``;
-  3. capitalised words — names, places, titles, capitalised months — except ``I`` (``I'm``...) and,
-     at a sentence start (of the text, or after . ! ? : ; or a line break), function words
-     (``STOPWORDS``: ``The``, ``We``, ``It's``, ``May I``); inside a sentence a capitalised function
-     word is a name or a month ("in May", "met Will"). Any other capitalised word at a sentence
+  3. capitalised words — names, places, titles, capitalised months — except ``I`` (``I'm``...),
+     negations (``Don't``, ``Can't``) and, at a sentence start (of the text, or after . ! ? : ; or a
+     line break), function words (``STOPWORDS``: ``The``, ``We``, ``It's``, ``May I``) and
+     interjections (``OPENERS``: ``Wow``, ``Sure``, ``Let's``); inside a sentence a capitalised
+     function word is a name or a month ("in May", "met Will"). Any other capitalised word at a sentence
      start counts too: names start sentences ("Caroline moved to
      Paris" vs "Melanie moved to Paris"), so "Went to the gym" and "Going to the gym" are not
      merged either — wrongly keeping two paraphrases costs a few tokens, wrongly merging two facts
@@ -46,6 +47,9 @@ _OPENERS = re.compile(r"[\s\"'“‘(\[*_-]*$")
 NUMBER_WORDS = frozenset("""two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
 sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand
 million billion""".split())
+# Sentence openers that are no names although STOPWORDS lacks them: interjections, greetings, "Let's".
+OPENERS = frozenset("""let hello bye goodbye sure wow cool awesome great nice haha lol yep yup nope please sorry
+congrats congratulations""".split())
 DATE_WORDS = frozenset("""january february april june july august september october november december monday
 tuesday wednesday thursday friday saturday sunday yesterday today tomorrow tonight""".split())
 
@@ -84,10 +88,10 @@ def _is_content(token: str, norm: str, sentence_start: bool) -> bool:
     if not token[:1].isupper():
         return False
     head = re.split(r"['’]", norm, maxsplit=1)[0]
-    if head == "i":  # I, I'm, I've: never a name
+    if head == "i" or re.search(r"n['’]t$", norm):  # I, I'm, I've, Don't, Can't: never a name
         return False
     # A capitalised function word is a name or a month only inside a sentence ("in May", "met Will").
-    return not sentence_start or (head not in STOPWORDS and norm not in STOPWORDS)
+    return not sentence_start or not ({head, norm} & (STOPWORDS | OPENERS))
 
 
 @lru_cache(maxsize=1 << 16)
