@@ -46,3 +46,14 @@ def test_episode_to_dict_is_asdict():
     fast["turns"][0]["metadata"]["img"]["caption"] = "changed"
     assert ep.turns[0].metadata["img"]["caption"] == "a cat"
     assert Episode.from_dict(fast).steps == ep.steps
+
+
+def test_memory_record_to_dict_is_asdict():
+    from memarch.app.records import MemoryRecord
+
+    record = MemoryRecord.of(_item(), score=0.5)
+    fast, slow = record.to_dict(), dataclasses.asdict(record)
+    assert fast == slow and json.dumps(fast) == json.dumps(slow)
+    fast["lineage"][1]["data"]["texts"].append("x")
+    fast["fields"]["tags"].append("y")
+    assert record.lineage[1]["data"]["texts"] == ["Ana works at a bakery"] and record.fields["tags"][-1] != "y"
