@@ -43,7 +43,7 @@ _TOKEN = re.compile(r"[^\W_]+(?:['’.,:/-][^\W_]+)*")
 _PART = re.compile(r"[.,:/-]")
 _DIGIT = re.compile(r"\d")
 _POSSESSIVE = re.compile(r"['’]s$")
-_OPENERS = re.compile(r"[\s\"'“‘(\[*_-]*$")
+_OPENING = "\"'“‘([*_-"  # what may stand between a sentence break and its first word
 NUMBER_WORDS = frozenset("""two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
 sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand
 million billion""".split())
@@ -56,10 +56,10 @@ tuesday wednesday thursday friday saturday sunday yesterday today tomorrow tonig
 
 def _sentence_start(text: str, at: int) -> bool:
     """Is the token at ``at`` the first of a sentence (of the text, or after . ! ? : ; or a line break)?"""
-    before = text[:at]
-    lead = _OPENERS.search(before)
-    rest = before[:lead.start()] if lead else before
-    return not rest or rest[-1] in ".!?:;\n" or "\n" in before[len(rest):]
+    i = at - 1
+    while i >= 0 and (text[i].isspace() or text[i] in _OPENING):
+        i -= 1
+    return i < 0 or text[i] in ".!?:;" or "\n" in text[i + 1:at]
 
 
 def _tokens(text: str) -> list[tuple[str, int]]:
