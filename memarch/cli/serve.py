@@ -35,8 +35,9 @@ def run(args) -> int:
 
     from memarch.errors import MemarchError
 
-    # Requests run on worker threads; OpenMP (faiss) in a thread other than the one that first used
-    # it spins up a pool per thread and made a search ~7x slower here (1.8 -> 12 ms). Before the import.
+    # Requests run on worker threads. FAISS's one-thread cap (omp_set_num_threads at its import) holds
+    # only for the importing thread in libgomp; a worker thread got a team of 2, and on busy cores a
+    # search was 5-7x slower (1.6 -> 8 ms). The environment caps every thread; set before the import.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
     if args.max_body_bytes < 1:
