@@ -65,15 +65,28 @@ def uptime() -> str:
 
 
 def cpu_seconds(pid: int | None = None) -> float:
-    """CPU time (user + system) of this process, or of ``pid`` (from /proc)."""
+    """CPU time (user + system) of this process, or of ``pid`` and its live children (from /proc:
+    the workers of ``--workers``)."""
     if pid is None:
         t = os.times()
         return t.user + t.system
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return own + sum(cpu_seconds(k) for k in _children(pid))
     except (OSError, IndexError, ValueError):
         return float("nan")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
 
 
 def pct(ms: list[float]) -> str:
@@ -114,8 +127,8 @@ def _stored(program: Path, path: Path) -> int:
 class Server:
     """``memarch serve`` as a child process on a free loopback port."""
 
-    def __init__(self, program: Path, path: Path, tokens: Path, log: Path):
-        self.args, self.log = (program, path, tokens), log
+    def __init__(self, program: Path, path: Path, tokens: Path, log: Path, workers: int = 1):
+        self.args, self.log, self.workers = (program, path, tokens), log, workers
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
@@ -128,7 +141,8 @@ class Server:
         t0 = time.perf_counter()
         self.proc = subprocess.Popen([sys.executable, "-m", "memarch", "serve", str(program), "--path", str(path),
                                       "--port", str(self.port), "--token-file", str(tokens), "--no-access-log",
-                                      "--log-level", "warning"], stdout=subprocess.DEVNULL,
+                                      "--log-level", "warning", "--workers", str(self.workers)],
+                                     stdout=subprocess.DEVNULL, start_new_session=True,
                                      stderr=open(self.log, "a"))
         while time.perf_counter() - t0 < timeout:
             if self.proc.poll() is not None:
@@ -143,6 +157,10 @@ class Server:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def kill(self) -> None:
+        """``kill -9`` of the server: its process group, every worker with it."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         self.proc.send_signal(sig)
@@ -248,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=120, help="duration of the load phase")
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--users", type=int, default=8)
+    ap.add_argument("--workers", type=int, default=1, help="memarch serve --workers (server processes)")
     ap.add_argument("--embedder", choices=sorted(EMBEDDERS), default="hash")
     ap.add_argument("--crash-seconds", type=float, default=10, help="seconds of load before the kill -9 (default 10)")
     ap.add_argument("--no-crash", action="store_true", help="skip the kill -9 phase")
@@ -276,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     token_file.write_text(f"{admin}\n" + "".join(f"{t} {u}\n" for u, t in tokens.items()))
     token_file.chmod(0o600)
     print(f"bench_serve: {args.items} items over {args.users} users, {args.clients} clients x {args.seconds:.0f} s, "
-          f"add:search 1:4, {args.embedder} embedder, turn|hybrid|hybrid|lightweight; {tmp}")
+          f"add:search 1:4, {args.embedder} embedder, {args.workers} server process(es), "
+          f"turn|hybrid|hybrid|lightweight; {tmp}")
     print(f"before: {uptime()}")
     have = _stored(program, path)
     if have < args.items:
@@ -284,14 +304,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"prefill: {args.items - have} items at {fill_rate:.0f} items/s (Memory.add_many)")
     else:
         print(f"prefill: {have} items already in {path}")
-    server = Server(program, path, token_file, log)
-    print(f"server healthy after {server.start():.1f} s (loading {args.items} items)", flush=True)
+    seed = args.seed + have  # a run on a kept memory writes new messages, not the last run's again
+    server = Server(program, path, token_file, log, args.workers)
+    print(f"server healthy after {server.start():.1f} s (loading {max(have, args.items)} items)", flush=True)
     t0 = time.perf_counter()
-    alone = asyncio.run(solo(server.url, tokens, args.solo, args.seed + 7))
+    alone = asyncio.run(solo(server.url, tokens, args.solo, seed + 7))
     if args.solo:
         report("one client alone", alone, time.perf_counter() - t0)
     t0, cpu0, server0 = time.perf_counter(), cpu_seconds(), cpu_seconds(server.proc.pid)
-    tally = asyncio.run(load(server.url, tokens, args.clients, args.seconds, args.seed))
+    tally = asyncio.run(load(server.url, tokens, args.clients, args.seconds, seed))
     wall = time.perf_counter() - t0
     report("load", tally, wall)
     print(f"  CPU: server {cpu_seconds(server.proc.pid) - server0:.1f} s, clients {cpu_seconds() - cpu0:.1f} s "
@@ -305,8 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"server stopped (SIGTERM): exit {server.stop()}")
     else:
         t0 = time.perf_counter()
-        crash = asyncio.run(load(server.url, tokens, args.clients, 2 * args.crash_seconds, args.seed + 1,
-                                 kill_after=args.crash_seconds, kill=lambda: server.proc.kill()))
+        crash = asyncio.run(load(server.url, tokens, args.clients, 2 * args.crash_seconds, seed + 1,
+                                 kill_after=args.crash_seconds, kill=server.kill))
         server.proc.wait()
         report("crash phase (kill -9 under load)", crash, time.perf_counter() - t0)
         print(f"  requests cut by the kill: {crash.cut}")

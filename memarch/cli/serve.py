@@ -24,6 +24,9 @@ def add_arguments(p) -> None:
                                         "it may act for; mode 0600, owned by you (docs/serving.md)")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20,
                    help="largest request body in bytes, 413 past it (default 1 MiB)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="server processes sharing the port and the memory (default 1; each holds the memory "
+                        "in RAM, forked after one load)")
     p.add_argument("--mcp", choices=("stdio", "http"), help="serve the Model Context Protocol instead of the HTTP API")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
                    help="server log level (default info)")
@@ -42,6 +45,8 @@ def run(args) -> int:
 
     if args.max_body_bytes < 1:
         raise MemarchError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
+    if args.workers < 1 or (args.workers > 1 and args.mcp):
+        raise MemarchError(f"--workers must be at least 1 (and 1 with --mcp), got {args.workers}")
     if args.port is None:
         args.port = DEFAULT_MCP_PORT if args.mcp else DEFAULT_PORT
     if not 0 <= args.port <= 65535:
@@ -57,6 +62,13 @@ def run(args) -> int:
         raise MemarchError(f"--host {args.host} is not a loopback address: serving it needs --token-file "
                            "(docs/serving.md)")
     sock = None if args.mcp else bind(args.host, args.port)  # a port in use: one line, before the slow load
+    if sock is not None and args.workers > 1:
+        # Each worker listens on its own SO_REUSEPORT socket, so the kernel spreads connections
+        # evenly (on one shared socket, whichever worker woke first took a burst of them); this one
+        # only holds the port, not listening, so that no connection waits in a queue nobody reads.
+        port = sock.getsockname()[1]
+        sock.close()
+        sock = bind(args.host, port, shared=True)
     from memarch import Memory
 
     try:
@@ -90,12 +102,32 @@ def _serve_http(memory, sock: socket.socket, auth, args) -> int:
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(app, log_level=args.log_level, access_log=not args.no_access_log,
                             timeout_graceful_shutdown=30, server_header=False, proxy_headers=False)
+    workers = f"; {args.workers} workers" if args.workers > 1 else ""
     sys.stderr.write(f"memarch serve: {memory.program.architecture.key()} at http://{_url_host(host)}:{port} "
-                     f"(docs /docs; {'bearer tokens required' if auth else 'no token: loopback only'})\n")
+                     f"(docs /docs; {'bearer tokens required' if auth else 'no token: loopback only'}{workers})\n")
     sys.stderr.flush()
-    server = Server(config)
-    server.run(sockets=[sock])
-    return 0 if server.started else 1
+
+    def serve_one() -> int:
+        server = Server(config)
+        if args.workers == 1:
+            server.run(sockets=[sock])
+        else:
+            own = bind(args.host, port, shared=True)
+            own.listen(2048)
+            server.run(sockets=[own])
+        return 0 if server.started else 1
+
+    if args.workers == 1:
+        return serve_one()
+    from memarch.cli._serve_workers import serve_forked
+
+    def serve_and_close() -> int:  # in a worker: its own connection closed, as a stopped server does
+        try:
+            return serve_one()
+        finally:
+            memory.close()
+
+    return serve_forked(args.workers, serve_and_close)
 
 
 def is_loopback(host: str) -> bool:
@@ -111,8 +143,9 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port``; in use or unbindable: one MemarchError line."""
+def bind(host: str, port: int, *, shared: bool = False) -> socket.socket:
+    """A listening TCP socket on ``host:port``; in use or unbindable: one MemarchError line.
+    ``shared``: SO_REUSEPORT, one per worker, not yet listening (the worker listens on its own)."""
     from memarch.errors import MemarchError
 
     try:
@@ -122,12 +155,15 @@ def bind(host: str, port: int) -> socket.socket:
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if shared:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind(address)
     except OSError as exc:
         sock.close()
         raise MemarchError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.listen(2048)  # now, so that a second server on this port fails here; requests wait for the load
+    if not shared:
+        sock.listen(2048)  # now, so that a second server on this port fails here; requests wait for the load
     return sock
 
 

@@ -125,8 +125,10 @@ def test_refusals_are_one_line_and_exit_2(program, tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        one_line_exit_2(memarch_serve(str(program), "--path", mem, "--port", str(busy.getsockname()[1])),
-                        "Address already in use")
+        for workers in ("1", "2"):
+            one_line_exit_2(memarch_serve(str(program), "--path", mem, "--port", str(busy.getsockname()[1]),
+                                          "--workers", workers), "Address already in use")
+    one_line_exit_2(memarch_serve(str(program), "--path", mem, "--workers", "0"), "--workers must be at least 1")
     assert not os.path.exists(os.path.join(mem, "memory.db"))  # refused before the memory was opened
     assert json.loads(program.read_text())["architecture"]["store"] == "hybrid"
 
@@ -143,3 +145,44 @@ def test_the_serve_benchmark_runs_and_checks_what_it_claims():
     assert "errors 0; cross-user items 0" in out and "PRAGMA integrity_check: ok" in out
     assert "acknowledged adds present after kill -9 + restart:" in out and "correctness: ok" in out
     assert "load average" in out
+
+
+def test_several_workers_share_one_memory_and_stop_together(program, tmp_path):
+    """--workers 2: requests land on either process; each sees what the other committed."""
+    port = free_port()
+    proc = serve(str(program), "--path", str(tmp_path / "mem"), "--port", str(port), "--workers", "2",
+                 "--no-access-log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+        added = set()
+        for i in range(12):  # a new connection each: the kernel spreads them over the workers
+            r = httpx.post(f"{url}/v1/users/ana/memories", json={"messages": f"fact number {i}: code w{i}x"})
+            added |= {x["id"] for x in r.json()["items"]}
+        assert len(added) == 12
+        for _ in range(8):
+            hits = httpx.post(f"{url}/v1/users/ana/search", json={"query": "fact number code", "limit": 20}).json()
+            assert {h["id"] for h in hits["results"]} == added
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert err.count("Finished server process") == 2 and "Traceback" not in err
+
+
+def test_a_worker_stops_when_its_parent_is_killed(program, tmp_path):
+    """kill -9 of the parent leaves no worker serving on (Linux: PR_SET_PDEATHSIG)."""
+    port = free_port()
+    proc = serve(str(program), "--path", str(tmp_path / "mem"), "--port", str(port), "--workers", "2")
+    url = f"http://127.0.0.1:{port}"
+    wait_healthy(url, proc)
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{url}/health", timeout=2)
+        except httpx.TransportError:
+            return
+        time.sleep(0.2)
+    raise AssertionError("a worker still answers after its parent was killed")
