@@ -121,6 +121,11 @@ def _v1(memory: Any) -> APIRouter:
     async def history(user_id: str, item_id: str) -> JSONResponse:
         return _json({"item_id": item_id, "history": await run(memory.history, item_id, user_id=user_id)})
 
+    @user.get("/memories/{item_id}/source", response_model=s.Source,
+              summary="the messages the item was written from")
+    async def source(user_id: str, item_id: str) -> JSONResponse:
+        return _json({"item_id": item_id, "messages": await run(memory.source, item_id, user_id=user_id)})
+
     @user.put("/memories/{item_id}", response_model=s.Items,
               summary="correct an item: re-encoded, the old one superseded (lineage kept)")
     async def update(user_id: str, item_id: str, body: s.UpdateRequest) -> JSONResponse:

@@ -175,6 +175,11 @@ class History(BaseModel):
     history: list[dict[str, Any]]
 
 
+class Source(BaseModel):
+    item_id: str
+    messages: list[dict[str, Any]] = Field(description="[{turn_id, speaker, text}] (steps, for an agent episode)")
+
+
 class Deleted(BaseModel):
     deleted: int = Field(description="items affected")
 

@@ -78,6 +78,8 @@ def test_every_endpoint_happy_path(client, memory):
     assert got["text"] == hits[0]["text"] and got["score"] is None
     history = client.get(f"/v1/users/ana/memories/{cello}/history", headers=bearer(ADMIN)).json()
     assert history["item_id"] == cello and [e["action"] for e in history["history"]][:2] == ["created", "admitted"]
+    source = client.get(f"/v1/users/ana/memories/{cello}/source", headers=bearer(ADMIN)).json()
+    assert source["messages"] == [{"turn_id": "e2:0", "speaker": "user", "text": "My sister Rita plays the cello."}]
     r = client.delete(f"/v1/users/ana/memories/{kept[1]['id']}", headers=bearer(ADMIN))
     assert r.json() == {"deleted": 1} and memory.count(user_id="ana") == 2
     listed = client.get("/v1/users/ana/memories?include_deleted=true", headers=bearer(ADMIN)).json()
@@ -89,7 +91,8 @@ def test_every_endpoint_happy_path(client, memory):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/health", "/v1/bulk", "/v1/stats", "/v1/users/{user_id}", "/v1/users/{user_id}/memories",
             "/v1/users/{user_id}/search", "/v1/users/{user_id}/context", "/v1/users/{user_id}/memories/{item_id}",
-            "/v1/users/{user_id}/memories/{item_id}/history"} == set(paths)
+            "/v1/users/{user_id}/memories/{item_id}/history", "/v1/users/{user_id}/memories/{item_id}/source"} \
+        == set(paths)
     assert client.get("/docs").status_code == 200
 
 
@@ -129,6 +132,7 @@ REQUESTS = [  # (method, path, json body) of every /v1 route, all for user ana
     ("post", "/v1/users/ana/context", {"query": "Lisbon"}),
     ("get", "/v1/users/ana/memories/turn-0123456789abcdef", None),
     ("get", "/v1/users/ana/memories/turn-0123456789abcdef/history", None),
+    ("get", "/v1/users/ana/memories/turn-0123456789abcdef/source", None),
     ("put", "/v1/users/ana/memories/turn-0123456789abcdef", {"text": "I moved to Porto."}),
     ("patch", "/v1/users/ana/memories/turn-0123456789abcdef", {"text": "I moved to Porto."}),
     ("delete", "/v1/users/ana/memories/turn-0123456789abcdef", None),
