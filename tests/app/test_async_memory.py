@@ -10,16 +10,9 @@ import pytest
 
 from memarch import Architecture, AsyncMemory, Memory, MemarchError
 from memarch.errors import NotFoundError
-from memarch.pipeline.program import MemoryProgram
 
 ARCH = Architecture(("turn",), "vector", "hybrid", "lightweight")
 
-
-@pytest.fixture
-def program_file(tmp_path, hash_resources):
-    path = tmp_path / "program.json"
-    MemoryProgram(ARCH, resources=hash_resources).save(path, include_memory=False)
-    return path
 
 
 def test_fifty_concurrent_tasks_lose_nothing(program_file, tmp_path):

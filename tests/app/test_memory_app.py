@@ -18,13 +18,6 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 N_PER_WRITER = 20
 
 
-@pytest.fixture
-def program_file(tmp_path, hash_resources):
-    """A saved program with the hash embedder (what ``memarch compile --out`` writes, minus a record)."""
-    path = tmp_path / "program.json"
-    MemoryProgram(ARCH, resources=hash_resources).save(path, include_memory=False)
-    return path
-
 
 def test_add_then_search_returns_items_with_provenance(program_file, tmp_path):
     memory = Memory.load(program_file, path=tmp_path / "mem")

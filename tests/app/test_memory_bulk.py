@@ -11,17 +11,10 @@ import pytest
 from memarch import Architecture, Memory, MemarchError
 from memarch.app.importing import import_file
 from memarch.cli import main
-from memarch.pipeline.program import MemoryProgram
 
 ARCH = Architecture(("turn",), "vector", "hybrid", "lightweight")
 LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo10.json"
 
-
-@pytest.fixture
-def program_file(tmp_path, hash_resources):
-    path = tmp_path / "program.json"
-    MemoryProgram(ARCH, resources=hash_resources).save(path, include_memory=False)
-    return path
 
 
 def _sessions(n: int) -> list[dict]:

@@ -14,10 +14,8 @@ ARCH = Architecture(("turn",), "vector", "hybrid", "lightweight")
 
 
 @pytest.fixture
-def memory(tmp_path, hash_resources):
-    path = tmp_path / "program.json"
-    MemoryProgram(ARCH, resources=hash_resources).save(path, include_memory=False)
-    with Memory.load(path, path=tmp_path / "mem") as mem:
+def memory(program_file, tmp_path):
+    with Memory.load(program_file, path=tmp_path / "mem") as mem:
         yield mem
 
 
