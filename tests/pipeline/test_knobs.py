@@ -115,9 +115,20 @@ def test_knobs_change_behaviour(hash_resources):
     assert len(plain.read(query, budget_tokens=None).items) == 4
     assert len(small.read(query, budget_tokens=None).items) == 2
     # A low dedup threshold merges near-duplicate turns the default (0.98 for conversations) keeps.
+    # The turns are paraphrases with the same content tokens (the speakers' names): `_session`'s
+    # differ in a number, so no threshold merges them (managers/_content.py).
+    fill = ["", "again ", "also ", "really ", "still ", "truly "]
+    paraphrases = Episode(id="c/s2", namespace="c", turns=[
+        Turn(f"D2:{i}", "Ann" if i % 2 else "Bob", f"a line about the garden and the red bike {fill[i - 1]}and the shed",
+             date="2023-05-08") for i in range(1, 7)])
+    default = MemoryProgram(BASE, resources=hash_resources)
     loose = MemoryProgram(BASE.replace(params={"manage.dedup_threshold": 0.8}), resources=hash_resources)
-    loose.write(_session())
-    assert loose.store.count("c") < plain.store.count("c") == 6
+    for p in (default, loose):
+        p.write(paraphrases)
+    assert loose.store.count("c") < default.store.count("c") == 6
+    numbered = MemoryProgram(BASE.replace(params={"manage.dedup_threshold": 0.8}), resources=hash_resources)
+    numbered.write(_session())
+    assert numbered.store.count("c") == 6
 
 
 def test_saved_program_round_trip_keeps_the_knob_values(tmp_path, hash_resources):
