@@ -119,8 +119,8 @@ def test_knobs_change_behaviour(hash_resources):
     # differ in a number, so no threshold merges them (managers/_content.py).
     fill = ["", "again ", "also ", "really ", "still ", "truly "]
     paraphrases = Episode(id="c/s2", namespace="c", turns=[
-        Turn(f"D2:{i}", "Ann" if i % 2 else "Bob", f"a line about the garden and the red bike {fill[i - 1]}and the shed",
-             date="2023-05-08") for i in range(1, 7)])
+        Turn(f"D2:{i}", "Ann" if i % 2 else "Bob",
+             f"a line about the garden and the red bike {fill[i - 1]}and the shed", date="2023-05-08") for i in range(1, 7)])
     default = MemoryProgram(BASE, resources=hash_resources)
     loose = MemoryProgram(BASE.replace(params={"manage.dedup_threshold": 0.8}), resources=hash_resources)
     for p in (default, loose):
