@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from memarch.pipeline.episodes import Query
@@ -12,8 +13,10 @@ from memarch.pipeline.items import MemoryItem
 _TOKEN = re.compile(r"\S+")
 
 
+@lru_cache(maxsize=1 << 16)
 def count_tokens(text: str) -> int:
-    """Context budget unit: whitespace-separated words (model-independent, documented in README)."""
+    """Context budget unit: whitespace-separated words (model-independent, documented in README).
+    Memoised: a packer counts the same candidates read after read."""
     return len(_TOKEN.findall(text))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 
 from memarch.pipeline.items import MemoryItem
 
@@ -14,8 +15,13 @@ OPPOSITE = {("success", "failure"), ("failure", "success")}
 
 def signature(item: MemoryItem) -> str:
     """Exact-duplicate signature: kind + case-, space- and punctuation-folded text."""
-    text = _SPACE.sub(" ", _PUNCT.sub(" ", item.text.lower())).strip()
-    return hashlib.sha1(f"{item.kind}\x1f{text}".encode("utf-8")).hexdigest()
+    return _signature(item.kind, item.text)
+
+
+@lru_cache(maxsize=1 << 16)  # an item is signed on its write and again when the index catches up
+def _signature(kind: str, text: str) -> str:
+    folded = _SPACE.sub(" ", _PUNCT.sub(" ", text.lower())).strip()
+    return hashlib.sha1(f"{kind}\x1f{folded}".encode("utf-8")).hexdigest()
 
 
 def newer_or_equal(new: MemoryItem, old: MemoryItem) -> bool:

@@ -62,17 +62,31 @@ class HybridRetriever(Retriever):
         lexical = lexical_index(store, query.namespace).search(
             query.text, pool, keep=lambda it: eligible(it, query), prf=prf)
 
-        fused: dict[str, ScoredItem] = {}
+        # Fused by id first; only the k returned get a ScoredItem and a trace (k << both pools).
+        rrf_k = cfg["rrf_k"]
+        fused: dict[str, float] = {}
+        items: dict[str, Any] = {}
+        sides: dict[str, dict[str, tuple[int, float]]] = {"dense": {}, "lexical": {}}
         for side, hits in (("dense", dense), ("lexical", lexical)):
             weight = float(cfg[f"{side}_weight"])
+            seen = sides[side]
             for rank, (item, score) in enumerate(hits, start=1):
-                entry = fused.setdefault(item.id, ScoredItem(item, 0.0, {
-                    "dense_rank": None, "dense_score": None, "lexical_rank": None, "lexical_score": None}))
-                entry.trace[f"{side}_rank"] = rank
-                entry.trace[f"{side}_score"] = round(float(score), 6)
-                entry.score += weight / (cfg["rrf_k"] + rank)
-        ranked = sorted(fused.values(), key=lambda s: (-s.score, s.item.id))
-        for s in ranked:
-            s.trace["rrf"] = round(s.score, 6)
-            s.trace["pool"] = pool
-        return ranked[:k]
+                iid = item.id
+                if iid not in items:
+                    items[iid] = item
+                    fused[iid] = 0.0
+                seen[iid] = (rank, score)
+                fused[iid] += weight / (rrf_k + rank)
+        best = sorted(fused, key=lambda iid: (-fused[iid], iid))[:k]
+        return [ScoredItem(items[iid], fused[iid], _trace(iid, sides, fused[iid], pool)) for iid in best]
+
+
+def _trace(iid: str, sides: dict[str, dict[str, tuple[int, float]]], score: float, pool: int) -> dict[str, Any]:
+    trace: dict[str, Any] = {}
+    for side in ("dense", "lexical"):
+        rank, raw = sides[side].get(iid, (None, None))
+        trace[f"{side}_rank"] = rank
+        trace[f"{side}_score"] = None if raw is None else round(float(raw), 6)
+    trace["rrf"] = round(score, 6)
+    trace["pool"] = pool
+    return trace

@@ -320,8 +320,8 @@ class LexicalIndex:
         while True:
             hits = self.bm25.top(tokens, want + slack)
             out = []
-            for slot, score in hits:
-                item = store.get(self.ids[slot], self.namespace)
+            ids = self.ids
+            for (slot, score), item in zip(hits, store.get_many([ids[slot] for slot, _ in hits], self.namespace)):
                 if item is not None and (keep is None or keep(item)):
                     out.append((item, score))
             if len(out) >= n or len(hits) < want + slack:

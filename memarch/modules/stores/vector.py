@@ -170,15 +170,13 @@ class VectorStore(Store):
     def _filtered_search(index: DenseIndex, recs: dict[str, MemoryItem], vector: np.ndarray, k: int,
                          where: Where | None, exclude: Callable[[MemoryItem], bool] | None
                          ) -> list[tuple[MemoryItem, float]]:
-        def keep(it: MemoryItem) -> bool:
-            return (exclude is None or not exclude(it)) and matches(it, where)
-
         fetch = max(2 * k, k + 32)
         while True:
             out: list[tuple[MemoryItem, float]] = []
             for i, s in index.search(vector, fetch):  # best first: stop at the k-th survivor
-                if keep(recs[i]):
-                    out.append((recs[i], s))
+                it = recs[i]
+                if (exclude is None or not exclude(it)) and (not where or matches(it, where)):
+                    out.append((it, s))
                     if len(out) == k:
                         return out
             if fetch >= len(index):
