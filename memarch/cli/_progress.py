@@ -10,7 +10,9 @@ class Progress:
     def __init__(self, total: int, desc: str):
         from tqdm import tqdm
 
-        self.bar = tqdm(total=total, desc=desc, unit="trial", leave=False)
+        # Full evaluations with one decimal: pruned shares add up to floats (3.0000000000000004 otherwise).
+        self.bar = tqdm(total=total, desc=desc, unit="trial", leave=False,
+                        bar_format="{l_bar}{bar}| {n:.1f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
         self.best = float("-inf")
         self.pruned = 0
         self.computed = 0
@@ -23,7 +25,8 @@ class Progress:
         else:
             self.pruned += 1
         self.computed += int(result.cost.get("embeddings_computed", 0) or 0)
-        self.bar.set_postfix_str(f"best {self.best:.3f}" + (f", pruned {self.pruned}" if self.pruned else "")
+        best = f"{self.best:.3f}" if self.best > float("-inf") else "none complete"
+        self.bar.set_postfix_str(f"best {best}" + (f", pruned {self.pruned}" if self.pruned else "")
                                  + f", new embeddings {self.computed}")
         self.bar.update(round(share, 4))
 

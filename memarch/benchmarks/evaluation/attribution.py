@@ -11,6 +11,7 @@ Example::
 """
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
@@ -45,22 +46,44 @@ class WriteTrace:
 
 
 class StoreView:
-    """Source id -> stored items of one namespace, rebuilt only when the store's version changes."""
+    """Source id -> stored items of one namespace (tombstones included), caught up with the store's
+    journal when its version moves (rebuilt for another store, or when the journal cannot say what
+    changed)."""
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[int, dict[str, list[MemoryItem]]]] = {}
+        # ns -> (store, version, source id -> items, item id -> the source ids it is listed under)
+        self._cache: dict[str, tuple[weakref.ref, int, dict[str, list[MemoryItem]], dict[str, tuple[str, ...]]]] = {}
 
     def by_source(self, store: "Store", namespace: str) -> dict[str, list[MemoryItem]]:
         version = store.version(namespace)
         hit = self._cache.get(namespace)
-        if hit is not None and hit[0] == version:
-            return hit[1]
-        index: dict[str, list[MemoryItem]] = {}
-        for it in store.list(namespace, include_deleted=True):
-            for sid in sources(it):
-                index.setdefault(sid, []).append(it)
-        self._cache[namespace] = (version, index)
+        if hit is not None and hit[0]() is not store:
+            hit = None
+        if hit is not None and hit[1] == version:
+            return hit[2]
+        touched = store.changes_since(namespace, hit[1]) if hit is not None else None
+        if touched is None:
+            index: dict[str, list[MemoryItem]] = {}
+            listed: dict[str, tuple[str, ...]] = {}
+            for it in store.list(namespace, include_deleted=True):
+                _list_under(index, listed, it)
+        else:
+            index, listed = hit[2], hit[3]
+            for iid in touched:
+                for sid in listed.pop(iid, ()):
+                    index[sid] = [it for it in index[sid] if it.id != iid]
+                item = store.get(iid, namespace, include_deleted=True)
+                if item is not None:
+                    _list_under(index, listed, item)
+        self._cache[namespace] = (weakref.ref(store), version, index, listed)
         return index
+
+
+def _list_under(index: dict[str, list[MemoryItem]], listed: dict[str, tuple[str, ...]], item: MemoryItem) -> None:
+    cited = tuple(dict.fromkeys(sources(item)))
+    for sid in cited:
+        index.setdefault(sid, []).append(item)
+    listed[item.id] = cited
 
 
 def _removed_by_manager(item: MemoryItem) -> bool:

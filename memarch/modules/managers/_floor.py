@@ -138,7 +138,7 @@ class FloorManager(Manager):
         dedup = float(self.setting("dedup_threshold", store, ns, batch))
         vecs = self.resources.embedder.embed([it.text for it in batch])
         pending: list[MemoryItem] = []
-        pending_vecs: list[np.ndarray] = []
+        pending_vecs = np.empty_like(vecs)  # rows 0..len(pending)-1: the admitted items' vectors
         rejected: list[MemoryItem] = []
         stored = signature_index(store, ns)  # the namespace's signatures, caught up, not re-hashed
         sigs: dict[str, MemoryItem] = {}  # this batch's admitted items, which win over stored ones
@@ -155,12 +155,12 @@ class FloorManager(Manager):
             if item.key is not None and not self._upsert(item, store, ns, pending):
                 rejected.append(item)
                 continue
-            if not self._near(item, vec, store, ns, pending, pending_vecs, dedup):
+            if not self._near(item, vec, store, ns, pending, pending_vecs[:len(pending)], dedup):
                 rejected.append(item)
                 continue
             item.log("admitted", self.actor, at=self.at(store, ns, item.event_time), tick=tick)
             pending.append(item)
-            pending_vecs.append(vec)
+            pending_vecs[len(pending) - 1] = vec
             sigs[sig] = item
         # Tombstones (rejected now, or superseded later in the same batch) stay listable.
         rejected += [it for it in pending if not it.active]
@@ -223,12 +223,12 @@ class FloorManager(Manager):
         return True
 
     def _near(self, item: MemoryItem, vec: np.ndarray, store: Store, ns: str,
-              pending: list[MemoryItem], pending_vecs: list[np.ndarray], dedup: float) -> bool:
+              pending: list[MemoryItem], pending_vecs: np.ndarray, dedup: float) -> bool:
         """Near-duplicate merge and opposite-outcome conflicts; False if ``item`` is not kept."""
         threshold = min(dedup, self.conflict_threshold)
         cands = store.search(vec, 8, ns, exclude=lambda it: not it.active)
         if pending:
-            sims = np.stack(pending_vecs) @ vec
+            sims = pending_vecs @ vec
             cands += [(p, float(s)) for p, s in zip(pending, sims) if p.active]
         for other, sim in sorted(cands, key=lambda c: -c[1]):
             if sim < threshold or other.id == item.id or not keys_compatible(item, other):

@@ -14,7 +14,7 @@ from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.resources import Resources
 from memarch.modules.retrievers._aware import fuse_aware
-from memarch.modules.retrievers._eligibility import eligible
+from memarch.modules.retrievers._eligibility import eligible, excluded_fn
 from memarch.modules.retrievers._packing import pack_context, pool_size
 from memarch.pipeline.retrieval import Retrieval, ScoredItem
 
@@ -34,7 +34,7 @@ class Retriever(dspy.Module):
 
     def exclude_fn(self, query: Query):
         """Predicate for ``Store.search(exclude=...)``: True for items that must not be returned."""
-        return lambda it: not eligible(it, query)
+        return excluded_fn(query)
 
     def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
         raise NotImplementedError

@@ -5,7 +5,8 @@ from typing import Any, ClassVar
 
 from memarch.modules.retrievers._config import settings
 from memarch.modules.stores.lexical import lexical_index
-from memarch.modules.retrievers.base import Retriever, eligible
+from memarch.modules.retrievers.base import Retriever
+from memarch.modules.retrievers._eligibility import eligible_fn
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
 from memarch.modules.retrievers._aware import AWARENESS
@@ -60,7 +61,7 @@ class HybridRetriever(Retriever):
         dense = store.search(vector, pool, query.namespace, exclude=self.exclude_fn(query))
         prf = (int(cfg["prf_docs"]), int(cfg["prf_terms"]), float(cfg["prf_weight"])) if cfg["prf_terms"] else None
         lexical = lexical_index(store, query.namespace).search(
-            query.text, pool, keep=lambda it: eligible(it, query), prf=prf)
+            query.text, pool, keep=eligible_fn(query), prf=prf)
 
         # Fused by id first; only the k returned get a ScoredItem and a trace (k << both pools).
         rrf_k = cfg["rrf_k"]

@@ -1,0 +1,70 @@
+"""The read path's shortcuts give what the plain forms give: the bound eligibility predicates, the
+store's batch lookup, and the hybrid retriever's fusion that traces only the items it returns."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from memarch.modules.retrievers._eligibility import eligible, eligible_fn, excluded_fn
+from memarch.modules.retrievers.hybrid import HybridRetriever
+from memarch.modules.stores.json_store import JsonStore
+from memarch.pipeline.episodes import Query
+from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.retrieval import count_tokens
+from retriever_helpers import filled_store
+
+
+def test_bound_predicates_equal_eligible_on_every_combination():
+    items = [MemoryItem(f"t{i}", "turn", episode_id=ep, namespace=ns, status=status)
+             for i, (ep, ns, status) in enumerate(itertools.product(
+                 (None, "e1", "e2"), ("default", "other"), ("active", "deleted", "superseded")))]
+    for query in (Query("q"), Query("q", episode_id="e1"), Query("q", namespace="other", episode_id="e2")):
+        keep, drop = eligible_fn(query), excluded_fn(query)
+        for it in items:
+            assert keep(it) == eligible(it, query) and drop(it) == (not eligible(it, query)), (it, query)
+
+
+def test_get_many_is_get_for_each_id():
+    store = JsonStore()
+    a, b, c = (MemoryItem(t, "turn") for t in ("alpha", "beta", "gamma"))
+    store.add([a, b, c])
+    store.delete(b.id)
+    ids = [c.id, b.id, "missing", a.id]
+    assert store.get_many(ids) == [store.get(i) for i in ids] == [c, None, None, a]
+    assert store.get_many([a.id], "elsewhere") == [None] and store.get_many([]) == []
+
+
+@pytest.mark.parametrize("pool, dense_weight", [(50, 1.0), (3, 2.0), (2, 0.0)])
+def test_hybrid_traces_and_scores_equal_a_plain_fusion(hash_resources, pool, dense_weight):
+    """The fusion by id returns what fusing every hit into a ScoredItem returns (order, scores, traces)."""
+    store = filled_store(hash_resources)
+    retriever = HybridRetriever(hash_resources, pool=pool, dense_weight=dense_weight)
+    query = Query("cook the eggs on the stove")
+    got = retriever.rank(query, store, 6)
+    vector = hash_resources.embedder.embed_one(query.text)
+    p = max(pool, 6)
+    dense = store.search(vector, p, query.namespace, exclude=retriever.exclude_fn(query))
+    from memarch.modules.stores.lexical import lexical_index
+
+    lexical = lexical_index(store, query.namespace).search(query.text, p, keep=lambda it: eligible(it, query))
+    want: dict[str, dict] = {}
+    for side, hits, weight in (("dense", dense, dense_weight), ("lexical", lexical, 1.0)):
+        for rank, (it, score) in enumerate(hits, start=1):
+            entry = want.setdefault(it.id, {"score": 0.0, "trace": {"dense_rank": None, "dense_score": None,
+                                                                    "lexical_rank": None, "lexical_score": None}})
+            entry["trace"][f"{side}_rank"], entry["trace"][f"{side}_score"] = rank, round(float(score), 6)
+            entry["score"] += weight / (60 + rank)
+    order = sorted(want, key=lambda i: (-want[i]["score"], i))[:6]
+    assert [s.item.id for s in got] == order
+    for s in got:
+        assert s.score == want[s.item.id]["score"]
+        assert s.trace == {**want[s.item.id]["trace"], "rrf": round(s.score, 6), "pool": p}
+        assert list(s.trace) == ["dense_rank", "dense_score", "lexical_rank", "lexical_score", "rrf", "pool"]
+    assert any(s.trace["lexical_rank"] is None or s.trace["dense_rank"] is None for s in got) or pool == 50
+
+
+def test_count_tokens_is_memoised_and_pure():
+    text = "one two  three\nfour"
+    assert count_tokens(text) == 4 == count_tokens(text) and count_tokens("") == 0
+    assert count_tokens.cache_info().hits >= 1
