@@ -68,3 +68,31 @@ def test_count_tokens_is_memoised_and_pure():
     text = "one two  three\nfour"
     assert count_tokens(text) == 4 == count_tokens(text) and count_tokens("") == 0
     assert count_tokens.cache_info().hits >= 1
+
+
+def test_hybrid_reuses_its_last_fusion_only_while_nothing_changed(hash_resources):
+    """A deeper read of the same query on an unchanged store is the first read's longer prefix; a
+    write, another query, another episode or other settings fuse afresh."""
+    from memarch.modules.retrievers import hybrid
+
+    store = filled_store(hash_resources)
+    retriever = HybridRetriever(hash_resources)
+    query = Query("cook the eggs on the stove")
+    short = retriever.rank(query, store, 3)
+    deep = retriever.rank(query, store, 8)
+    assert [s.item.id for s in deep[:3]] == [s.item.id for s in short[:3]]
+    assert [(s.score, s.trace) for s in deep[:3]] == [(s.score, s.trace) for s in short[:3]]
+    assert deep[0] is not short[0] and deep[0].trace is not short[0].trace  # fresh objects each read
+    fresh = HybridRetriever(hash_resources)
+    hybrid._LAST.clear()
+    assert [(s.item.id, s.score, s.trace) for s in fresh.rank(query, store, 8)] == \
+        [(s.item.id, s.score, s.trace) for s in deep]
+    top = deep[0].item
+    store.delete(top.id)
+    assert top.id not in {s.item.id for s in retriever.rank(query, store, 8)}
+    episode = deep[1].item.episode_id
+    assert episode is not None and episode in {s.item.episode_id for s in retriever.rank(query, store, 8)}
+    assert episode not in {s.item.episode_id for s in retriever.rank(Query(query.text, episode_id=episode), store, 8)}
+    other = HybridRetriever(hash_resources, dense_weight=0.0)
+    assert [s.trace["dense_rank"] for s in other.rank(query, store, 3)] != [None] * 3  # ranks kept, weight 0
+    assert [s.score for s in other.rank(query, store, 3)] != [s.score for s in retriever.rank(query, store, 3)]

@@ -1,6 +1,7 @@
 """`hybrid` retriever: BM25 lexical ranking and dense cosine ranking, fused by reciprocal rank."""
 from __future__ import annotations
 
+import weakref
 from typing import Any, ClassVar
 
 from memarch.modules.retrievers._config import settings
@@ -57,13 +58,28 @@ class HybridRetriever(Retriever):
     def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
         cfg = self.settings
         pool = max(int(cfg["pool"]), k)
+        embedder = self.resources.embedder
+        # Two reads of one query on an unchanged store with the same pool (a read, then the deeper
+        # read of a failure's diagnosis) fuse the same hits: the second takes a longer prefix.
+        key = (query.text, query.namespace, query.episode_id, store.version(query.namespace), pool,
+               tuple(sorted(cfg.items())), id(embedder), getattr(embedder, "model", None))
+        last = _LAST.get(store)
+        if last is not None and last[0] == key:
+            fused, items, sides, order = last[1]
+        else:
+            fused, items, sides = self._fuse(query, store, pool, cfg)
+            order = sorted(fused, key=lambda iid: (-fused[iid], iid))
+            _LAST[store] = (key, (fused, items, sides, order))
+        return [ScoredItem(items[iid], fused[iid], _trace(iid, sides, fused[iid], pool)) for iid in order[:k]]
+
+    def _fuse(self, query: Query, store: Store, pool: int, cfg: dict[str, Any]):
+        """(RRF score per item id, the items, each side's (rank, score) per id)."""
         vector = self.resources.embedder.embed_one(query.text)
         dense = store.search(vector, pool, query.namespace, exclude=self.exclude_fn(query))
         prf = (int(cfg["prf_docs"]), int(cfg["prf_terms"]), float(cfg["prf_weight"])) if cfg["prf_terms"] else None
         lexical = lexical_index(store, query.namespace).search(
             query.text, pool, keep=eligible_fn(query), prf=prf)
-
-        # Fused by id first; only the k returned get a ScoredItem and a trace (k << both pools).
+        # Fused by id; only the items returned get a ScoredItem and a trace (k << both pools).
         rrf_k = cfg["rrf_k"]
         fused: dict[str, float] = {}
         items: dict[str, Any] = {}
@@ -78,9 +94,11 @@ class HybridRetriever(Retriever):
                     fused[iid] = 0.0
                 seen[iid] = (rank, score)
                 fused[iid] += weight / (rrf_k + rank)
-        best = sorted(fused, key=lambda iid: (-fused[iid], iid))[:k]
-        return [ScoredItem(items[iid], fused[iid], _trace(iid, sides, fused[iid], pool)) for iid in best]
+        return fused, items, sides
 
+
+# Per store: the last fusion (key, value) — one entry, dies with the store.
+_LAST: "weakref.WeakKeyDictionary[Store, tuple]" = weakref.WeakKeyDictionary()
 
 def _trace(iid: str, sides: dict[str, dict[str, tuple[int, float]]], score: float, pool: int) -> dict[str, Any]:
     trace: dict[str, Any] = {}
