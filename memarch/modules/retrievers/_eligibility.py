@@ -24,7 +24,5 @@ def eligible_fn(query: Query) -> Callable[[MemoryItem], bool]:
 
 def excluded_fn(query: Query) -> Callable[[MemoryItem], bool]:
     """``not eligible(item, query)``, bound like `eligible_fn`."""
-    ns, episode = query.namespace, query.episode_id
-    if episode is None:
-        return lambda it: it.status != "active" or it.namespace != ns
-    return lambda it: it.status != "active" or it.namespace != ns or it.episode_id == episode
+    keep = eligible_fn(query)
+    return lambda it: not keep(it)

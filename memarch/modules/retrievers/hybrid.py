@@ -100,6 +100,7 @@ class HybridRetriever(Retriever):
 # Per store: the last fusion (key, value) — one entry, dies with the store.
 _LAST: "weakref.WeakKeyDictionary[Store, tuple]" = weakref.WeakKeyDictionary()
 
+
 def _trace(iid: str, sides: dict[str, dict[str, tuple[int, float]]], score: float, pool: int) -> dict[str, Any]:
     trace: dict[str, Any] = {}
     for side in ("dense", "lexical"):
