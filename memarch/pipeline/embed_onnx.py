@@ -55,13 +55,15 @@ def _require_onnxruntime(model: str):
     return onnxruntime
 
 
-def model_fingerprint(model_dir: str | os.PathLike) -> str:
-    """SHA-256 of the model's files and the export recipe (memoised per process by size and mtime)."""
+def model_fingerprint(model_dir: str | os.PathLike, recipe: str | None = None) -> str:
+    """SHA-256 of the model's files and a recipe (default the ONNX export recipe; the static embedder
+    passes its distillation recipe), memoised per process by size and mtime."""
+    recipe = EXPORT_RECIPE if recipe is None else recipe
     d = Path(model_dir)
     files = [d / name for name in _MODEL_FILES if (d / name).exists()]
-    stamp = (str(d), EXPORT_RECIPE, tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+    stamp = (str(d), recipe, tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
     if stamp not in _FINGERPRINTS:
-        h = hashlib.sha256(EXPORT_RECIPE.encode())
+        h = hashlib.sha256(recipe.encode())
         for f in files:
             h.update(f"\x1f{f.relative_to(d)}\x1f".encode())
             with open(f, "rb") as fh:
