@@ -126,6 +126,7 @@ class Embedder:
                                table="emb") if use_cache else None
         self._memo: dict[str, np.ndarray] = {}
         self.computed = 0  # texts embedded by the model (cache misses), for benchmarks
+        self.requested = 0  # texts asked for (hits in memory or on disk, and misses): the hit rate's base
 
     @property
     def dim(self) -> int:
@@ -145,6 +146,7 @@ class Embedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        self.requested += len(texts)
         keys = [self._key(t) for t in texts]
         found: dict[str, np.ndarray] = {k: self._memo[k] for k in keys if k in self._memo}
         missing = [k for k in dict.fromkeys(keys) if k not in found]

@@ -22,6 +22,7 @@ altered table is distilled again, never loaded."""
 from __future__ import annotations
 
 import io
+import logging
 import re
 import threading
 from pathlib import Path
@@ -94,6 +95,8 @@ def cached_table(model_dir: str, cache_dir: str | Path) -> Path:
     folder = Path(cache_dir) / "static" / f"all-MiniLM-L6-v2-{model_fingerprint(model_dir, DISTILL_RECIPE)[:16]}"
     path = folder / "table.npy"
     if not _is_valid(path):
+        logging.getLogger(__name__).info("distilling %s from %s into %s (once; about 40 s on two cores)",
+                                         STATIC_MODEL, model_dir, path)
         buf = io.BytesIO()
         np.save(buf, distill_table(model_dir), allow_pickle=False)
         atomic_write_bytes(path, buf.getvalue())  # the table first, then its digest: never a digest of a half table

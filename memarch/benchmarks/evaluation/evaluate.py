@@ -97,6 +97,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
     acct = _accounting(resources, accounting)
     before = acct.snapshot() if acct is not None else None
     embedded_before = getattr(resources.embedder, "computed", 0)
+    requested_before = getattr(resources.embedder, "requested", 0)
     started = time.perf_counter()
     lm_users = [("reader", reader), ("judge", judge)]
     program, counted = None, None
@@ -141,6 +142,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         _add_fallbacks(result, *trial_delta(read_counters(program, lm_users), counted))
     result.cost["wall_s"] = round(time.perf_counter() - started, 4)
     result.cost["embeddings_computed"] = float(getattr(resources.embedder, "computed", 0) - embedded_before)
+    result.cost["embeddings_requested"] = float(getattr(resources.embedder, "requested", 0) - requested_before)
     if acct is not None:
         result.cost.update(acct.delta(before).to_metrics())
     result.cost["lm_tokens"] = lm_tokens(result.cost)

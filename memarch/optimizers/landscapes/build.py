@@ -289,8 +289,12 @@ def build(plan: BuildPlan, out: str | Path, *, shard: tuple[int, int] | None = N
     todo = [u for u in units if not _resume(_part_path(parts_dir, u), plan)]
     bar = tqdm(total=len(units), initial=len(units) - len(todo), unit="unit", file=sys.stderr,
                disable=not progress, desc=f"landscape {plan.bench.name}", dynamic_ncols=True)
+    embedder = plan.resources.embedder
+    counted = (getattr(embedder, "computed", 0), getattr(embedder, "requested", 0))
     for unit in todo:
-        bar.set_postfix_str(unit.id[:40])
+        asked = getattr(embedder, "requested", 0) - counted[1]
+        new = getattr(embedder, "computed", 0) - counted[0]
+        bar.set_postfix_str(unit.id[:40] + (f", embeddings {1 - new / asked:.0%} cached ({new} new)" if asked else ""))
         rows = evaluate_unit(unit, plan.bench, plan.space, plan.resources, budget_tokens=plan.budget_tokens,
                              top_k=plan.top_k, query_ids=plan.query_ids, objectives=plan.objectives)
         _part(plan, unit, rows, commit).save(_part_path(parts_dir, unit))
