@@ -94,9 +94,9 @@ def run(args) -> int:
         knobs["split_by"] = args.split_by
     resources = Resources()
     if args.embedder:
-        from memarch.pipeline.embed import Embedder
+        from memarch.pipeline.embed import Embedder, check_embedder
 
-        resources = Resources(embedder=Embedder(args.embedder))
+        resources = Resources(embedder=Embedder(check_embedder(args.embedder)))
     from memarch.optimizers.landscapes.levers import parse_levers
 
     levers = parse_levers(args.levers)

@@ -40,12 +40,12 @@ def compare_main(args, strategies: list[str], roles) -> int:
     from memarch.cli.compile import build_metric, space_line, storage_url, tracker_for
     from memarch.optimizers.comparison import compare
     from memarch.optimizers.tracking.tracker import ui_command
-    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.embed import Embedder, check_embedder
     from memarch.pipeline.resources import Resources
     from memarch.pipeline.space import ArchitectureSpace
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    embedder = Embedder(args.embedder) if args.embedder else None
+    embedder = Embedder(check_embedder(args.embedder)) if args.embedder else None
     resources = roles.resources(embedder=embedder) if roles else Resources(embedder=embedder)
     metric = build_metric(args, resources)
     lm = roles.task if roles else None

@@ -256,7 +256,7 @@ def _compile(args, strategies: list[str], roles) -> int:
     from memarch.cli._progress import Progress
     from memarch.pipeline.presets import get_preset
     from memarch.optimizers.tracking.tracker import ui_command
-    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.embed import Embedder, check_embedder
     from memarch.pipeline.resources import Resources
     from memarch.pipeline.space import ArchitectureSpace
 
@@ -265,8 +265,8 @@ def _compile(args, strategies: list[str], roles) -> int:
     meta = roles.meta if roles else None
     print("objectives: " + ", ".join(f"{n} ({'max' if n == 'quality' else 'min'})" for n in args.objectives)
           + (" (one objective: ties broken by lower memory_tokens, then read_p95)" if len(args.objectives) == 1 else ""))
-    resources = roles.resources(embedder=Embedder(args.embedder) if args.embedder else None) if roles \
-        else Resources(embedder=Embedder(args.embedder) if args.embedder else None)
+    embedder = Embedder(check_embedder(args.embedder)) if args.embedder else None
+    resources = roles.resources(embedder=embedder) if roles else Resources(embedder=embedder)
     metric = build_metric(args, resources)
     space = ArchitectureSpace(metric.family, lm_available=lm is not None,
                               opt_in=getattr(getattr(metric, "benchmark", None), "opt_in_modules", False))

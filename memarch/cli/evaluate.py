@@ -82,7 +82,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
 
     from memarch.benchmarks.base import SPLITS, TaskBenchmark
     from memarch.errors import ArchitectureError
-    from memarch.pipeline.embed import NAMED_MODELS
+    from memarch.pipeline.embed import check_embedder
     from memarch.pipeline.space import ArchitectureSpace
 
     if args.split not in SPLITS + ("all",):
@@ -91,9 +91,8 @@ def _check(args, arch, bench, lm_available: bool) -> None:
         value = getattr(args, opt)
         if value is not None and value < 1:
             raise MemarchError(f"--{opt.replace('_', '-')} must be a positive integer, not {value}")
-    if args.embedder and args.embedder not in NAMED_MODELS and not os.path.isdir(args.embedder):
-        raise MemarchError(f"--embedder {args.embedder!r}: expected {', '.join(map(repr, NAMED_MODELS))} or a "
-                           "local sentence-transformers model directory")
+    if args.embedder:
+        check_embedder(args.embedder)
     if args.json and os.path.isdir(args.json):
         raise MemarchError(f"--json {args.json}: is a directory (expected a file path to write)")
     check_metric(args.metric, bench, lm=lm_available, judge=args.judge)

