@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from memarch.errors import MemarchError
-from memarch.pipeline.files import file_sha256
+from memarch.pipeline.files import file_sha256, matches_digest
 
 ONNX_MODEL = "all-MiniLM-L6-v2-onnx"
 ONNX_INT8_MODEL = "all-MiniLM-L6-v2-onnx-int8"
@@ -71,15 +71,6 @@ def model_fingerprint(model_dir: str | os.PathLike, recipe: str | None = None) -
                     h.update(block)
         _FINGERPRINTS[stamp] = h.hexdigest()
     return _FINGERPRINTS[stamp]
-
-
-def _is_valid(path: Path) -> bool:
-    """The cached file exists and its bytes match the digest written beside it."""
-    digest = path.with_name(path.name + ".sha256")
-    try:
-        return path.is_file() and digest.read_text().strip() == file_sha256(path)
-    except OSError:
-        return False
 
 
 def _publish(tmp: Path, path: Path) -> None:
@@ -166,12 +157,12 @@ def cached_export(model_dir: str, precision: str, cache_dir: str | os.PathLike) 
     folder = Path(cache_dir) / "onnx" / f"all-MiniLM-L6-v2-{model_fingerprint(model_dir)[:16]}"
     folder.mkdir(parents=True, exist_ok=True)
     fp32 = folder / "model.onnx"
-    if not _is_valid(fp32):
+    if not matches_digest(fp32):
         export_fp32(model_dir, fp32)
     if precision == "fp32":
         return fp32
     int8 = folder / "model-int8.onnx"
-    if not _is_valid(int8):
+    if not matches_digest(int8):
         quantize_int8(fp32, int8)
     return int8
 

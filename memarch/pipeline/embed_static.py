@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from memarch.pipeline.embed_onnx import model_fingerprint
-from memarch.pipeline.files import atomic_write_bytes, atomic_write_text, file_sha256
+from memarch.pipeline.files import atomic_write_bytes, atomic_write_text, file_sha256, matches_digest
 
 STATIC_MODEL = "all-MiniLM-L6-v2-static"
 STATIC_MODEL_ID = "m2v:all-MiniLM-L6-v2-pca256-sif"  # cache key prefix of its vectors
@@ -82,19 +82,11 @@ def _pca(x: np.ndarray, dims: int) -> np.ndarray:
     return scores * np.where(signs == 0, 1.0, signs)
 
 
-def _is_valid(path: Path) -> bool:
-    digest = path.with_name(path.name + ".sha256")
-    try:
-        return path.is_file() and digest.read_text().strip() == file_sha256(path)
-    except OSError:
-        return False
-
-
 def cached_table(model_dir: str, cache_dir: str | Path) -> Path:
     """The distilled table's ``.npy`` file, distilled on first use (and again if it fails its digest)."""
     folder = Path(cache_dir) / "static" / f"all-MiniLM-L6-v2-{model_fingerprint(model_dir, DISTILL_RECIPE)[:16]}"
     path = folder / "table.npy"
-    if not _is_valid(path):
+    if not matches_digest(path):
         logging.getLogger(__name__).info("distilling %s from %s into %s (once; about 40 s on two cores)",
                                          STATIC_MODEL, model_dir, path)
         buf = io.BytesIO()

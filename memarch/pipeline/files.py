@@ -90,3 +90,13 @@ def file_sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def matches_digest(path: str | os.PathLike) -> bool:
+    """The file exists and its bytes match the SHA-256 written beside it (``<name>.sha256``): a cached
+    artefact that fails this (missing, truncated, altered, no digest) is rebuilt, never loaded."""
+    path = Path(path)
+    try:
+        return path.is_file() and path.with_name(path.name + ".sha256").read_text().strip() == file_sha256(path)
+    except OSError:
+        return False
