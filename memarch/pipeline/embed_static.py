@@ -21,6 +21,7 @@ model's files and the recipe, written atomically next to a SHA-256 of its bytes:
 altered table is distilled again, never loaded."""
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
 import re
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from memarch.pipeline.embed_onnx import model_fingerprint
-from memarch.pipeline.files import atomic_write_bytes, atomic_write_text, file_sha256, matches_digest
+from memarch.pipeline.files import atomic_write_bytes, atomic_write_text, matches_digest
 
 STATIC_MODEL = "all-MiniLM-L6-v2-static"
 STATIC_MODEL_ID = "m2v:all-MiniLM-L6-v2-pca256-sif"  # cache key prefix of its vectors
@@ -91,8 +92,9 @@ def cached_table(model_dir: str, cache_dir: str | Path) -> Path:
                                          STATIC_MODEL, model_dir, path)
         buf = io.BytesIO()
         np.save(buf, distill_table(model_dir), allow_pickle=False)
-        atomic_write_bytes(path, buf.getvalue())  # the table first, then its digest: never a digest of a half table
-        atomic_write_text(path.with_name(path.name + ".sha256"), file_sha256(path) + "\n")
+        data = buf.getvalue()
+        atomic_write_bytes(path, data)  # the table first, then its digest: never a digest of a half table
+        atomic_write_text(path.with_name(path.name + ".sha256"), hashlib.sha256(data).hexdigest() + "\n")
     return path
 
 
