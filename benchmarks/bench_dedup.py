@@ -56,7 +56,8 @@ def superseded(store) -> list[tuple[str, int, int]]:
 
 
 def run(arch, bench, split: str, resources, context_budget: int, config: dict | None, rule: bool):
-    from memarch.benchmarks.evaluation.evaluate import default_top_k, evaluate
+    from memarch.benchmarks.evaluation.evaluate import evaluate
+    from memarch.benchmarks.evaluation.settings import default_top_k
     from memarch.modules.managers import _content
     from memarch.pipeline.program import MemoryProgram
 

@@ -67,7 +67,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     runs = json.loads(run_compare(args, out).read_text())["runs"]
 
-    from memarch.optimizers.search.metric import BenchmarkMetric
+    from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
     from memarch.pipeline.presets import presets_for
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.space import ArchitectureSpace

@@ -55,7 +55,8 @@ def main() -> int:
         print(f"no {args.benchmark} data at {path}; skipped")
         return 0
 
-    from memarch.benchmarks.evaluation.evaluate import _run_stream, default_top_k
+    from memarch.benchmarks.evaluation.settings import EvaluationSettings, default_top_k
+    from memarch.benchmarks.evaluation.stream import run_stream
     from memarch.benchmarks import get_benchmark
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.presets import get_preset
@@ -85,7 +86,8 @@ def main() -> int:
                        r.retrieve(q, program.store, top_k=top_k or program.top_k,
                                   budget_tokens=budget_tokens if budget_tokens is not None else args.context_budget))
     started = time.perf_counter()
-    results = _run_stream(program, bench, top_k, args.context_budget, None, None, "answer_span", 0.5, readers=readers)
+    settings = EvaluationSettings(context_budget=args.context_budget, top_k=top_k, metric="answer_span")
+    results = run_stream(program, bench, settings, readers=readers)
     wall = time.perf_counter() - started
     print(f"{arch.key()} on {args.benchmark} {args.split} ({int(results[0].scores['questions'])} questions), B = "
           f"{args.context_budget}, top_k {program.top_k}; one write pass, {len(readers)} readers, {wall:.0f} s")

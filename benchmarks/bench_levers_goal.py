@@ -86,7 +86,7 @@ def main() -> int:
     if args.compile_only:
         return 0
 
-    from memarch.optimizers.search.metric import BenchmarkMetric
+    from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.presets import presets_for
     from memarch.pipeline.space import ArchitectureSpace

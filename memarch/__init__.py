@@ -7,6 +7,17 @@ from memarch.pipeline.retrieval import Retrieval, ScoredItem
 from memarch.pipeline.space import ArchitectureSpace
 
 from memarch._version import __version__  # noqa: E402  (re-exported)
+from memarch.pipeline.registry import REGISTRY as _REGISTRY
+
+
+def _load_builtin_modules() -> None:
+    # The built-in modules sit two layers above the registry: the package that holds both wires them.
+    import memarch.modules
+
+    memarch.modules.load()
+
+
+_REGISTRY.add_loader(_load_builtin_modules)
 
 
 _SEARCH = ("GuidedSampler", "ParamSpace", "record_result", "record_outcomes", "make_sampler")

@@ -128,7 +128,7 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 from search_helpers import SyntheticMetric, fake_registry
 from memarch.optimizers.search.runner import Search
 from memarch.optimizers.search.param_space import ParamSpace
-from memarch.optimizers.strategies import make_sampler
+from memarch.optimizers.samplers.strategies import make_sampler
 from memarch.optimizers.search.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace
 storage_url, strategy, seed, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

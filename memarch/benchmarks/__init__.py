@@ -7,7 +7,7 @@ import importlib
 import importlib.util
 from typing import Any
 
-from memarch.benchmarks.base import AgentTask, Benchmark, Dialogue, Question, TaskBenchmark
+from memarch.benchmarks.base import AgentTask, Benchmark, Dialogue, Question, TaskBenchmark, use_catalog
 from memarch.errors import MemarchError
 
 # Menu order; a name is offered only when its module file is present.
@@ -50,6 +50,9 @@ def get_benchmark(name: str = DEFAULT, data: Any = None, **knobs: Any) -> Benchm
         return cls(**knobs)
     except (TypeError, ValueError) as exc:  # an unknown or out-of-range knob
         raise MemarchError(f"benchmark {name!r}: {exc}") from None
+
+
+use_catalog(get_benchmark)  # a name given to evaluate() means what get_benchmark builds
 
 
 def recorded_benchmark(record: Any, *, data: str | None = None, knobs: dict[str, Any] | None = None,

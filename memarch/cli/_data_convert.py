@@ -2,8 +2,8 @@
 recorded tasks) loaded by name from its data path, written in memarch's JSONL format, then checked."""
 from __future__ import annotations
 
-from typing import Any
 
+from memarch.cli._knobs import add_knob_argument, parse_knobs
 from memarch.errors import MemarchError
 
 
@@ -12,21 +12,8 @@ def add_convert_arguments(p) -> None:
                    help="the benchmark the input is in: locomo, babi, longmemeval, ... (any benchmark name)")
     p.add_argument("input", nargs="?", default=None, help="its data path (as --data of that benchmark)")
     p.add_argument("--out", required=True, help="the .jsonl file to write (atomically)")
-    p.add_argument("--knob", action="append", default=[],
-                   help="benchmark option KEY=VALUE, e.g. --knob conversations=2 (locomo), --knob tasks=1,2 (babi)")
+    add_knob_argument(p)
     p.set_defaults(_action=run_convert)
-
-
-def parse_knob(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE``: an integer, a list of integers when it has a comma (``tasks=1,2``, ``tasks=3,``),
-    else a string."""
-    key, sep, raw = text.partition("=")
-    if not key or not sep or not raw:
-        raise MemarchError(f"--knob takes KEY=VALUE, not {text!r}")
-    parts = [p.strip() for p in raw.split(",") if p.strip()]
-    if parts and all(p.lstrip("-").isdigit() for p in parts):
-        return key, [int(p) for p in parts] if "," in raw else int(parts[0])
-    return key, raw
 
 
 def run_convert(args) -> int:
@@ -47,7 +34,7 @@ def run_convert(args) -> int:
         raise MemarchError(f"--out {out}: is a directory (expected a .jsonl file path)")
     if args.input is not None and out.exists() and out.resolve() == Path(args.input).resolve():
         raise MemarchError(f"--out {out}: is the input file")
-    knobs = dict(parse_knob(k) for k in args.knob)
+    knobs = parse_knobs(args.knob)
     bench = get_benchmark(args.source, args.input, **knobs)
     lines = write_records(out, benchmark_records(bench))
     s = bench.stats()

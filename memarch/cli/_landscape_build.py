@@ -3,10 +3,10 @@ preset and the no-memory row) once on all questions of a benchmark into one .npz
 shardable across processes or machines."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from memarch.cli._knobs import add_knob_argument, parse_knobs
 from memarch.errors import MemarchError
 
 HELP = "build a landscape file (resumable; --shard i/n builds a part for `landscape merge`)"
@@ -17,8 +17,7 @@ def add_arguments(p) -> None:
 
     p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
     p.add_argument("--data", default=None, help="dataset path (locomo, babi; jsonl: your .jsonl file, docs/data.md)")
-    p.add_argument("--knob", action="append", default=[], metavar="K=V",
-                   help="benchmark knob, repeatable (e.g. conversations=2); V is read as JSON if it parses")
+    add_knob_argument(p)
     p.add_argument("--sample", type=int, default=None,
                    help="a seeded sample of N architectures (plus every preset) instead of the whole space")
     p.add_argument("--seed", type=int, default=0, help="split seed (and generation seed for generated), and the sample's seed")
@@ -59,19 +58,6 @@ def lever_text(meta: dict) -> str:
         return ""
     levels = ", ".join(f"{k} {'/'.join(str(v) for v in vs)}" for k, vs in lev["levels"].items())
     return f" x {lev['grid']} lever settings: {lev['categorical']} categorical -> {lev['rows']} rows; {levels}"
-
-
-def parse_knobs(items: list[str]) -> dict:
-    knobs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise MemarchError(f"--knob {item!r}: expected K=V")
-        try:
-            knobs[key] = json.loads(value)
-        except json.JSONDecodeError:
-            knobs[key] = value
-    return knobs
 
 
 def run(args) -> int:

@@ -58,7 +58,7 @@ def run(args) -> int:
         raise MemarchError("--strategies names no strategy")
     for s in strategies:
         parse_strategy(s)
-    from memarch.optimizers.search.fidelity import check_pruner
+    from memarch.optimizers.pruners import check_pruner
 
     check_pruner(args.pruner)
     land = Landscape.load(args.file)

@@ -7,7 +7,8 @@ from typing import Any
 
 from memarch.errors import MemarchError
 from memarch.benchmarks.metrics.registry import LM_METRICS as WITH_LM
-from memarch.benchmarks.metrics.registry import METRICS, default_metric, describe_metric
+from memarch.benchmarks.metrics.registry import METRICS, describe_metric
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 LM_FREE = tuple(o for o in METRICS if o not in WITH_LM)
 
@@ -43,19 +44,8 @@ def check_metric(metric: str | None, benchmark: Any, *, lm: bool, judge: bool = 
     return metric
 
 
-def objective_of(metric: Any) -> str:
-    """The name of the objective a `BenchmarkMetric` (or a `CachedMetric` around one) scores."""
-    from memarch.benchmarks.base import TaskBenchmark
-
-    inner = getattr(metric, "metric", metric)
-    kwargs = getattr(inner, "kwargs", {})
-    if isinstance(getattr(inner, "benchmark", None), TaskBenchmark):
-        return "task_score"
-    return kwargs.get("objective") or default_metric(kwargs.get("reader"))
-
-
-def objective_line(metric: Any) -> str:
-    """"objective: answer_span (LM-free: gold answer contiguous in the context cut at 200 words)"."""
-    inner = getattr(metric, "metric", metric)
-    budget = getattr(inner, "kwargs", {}).get("budget_tokens", 200)
-    return f"objective: {describe_metric(objective_of(metric), budget)}"
+def metric_line(evaluator: Any) -> str:
+    """"metric: answer_span (LM-free: gold answer contiguous in the context cut at 200 words)"."""
+    settings = evaluator.settings
+    budget = settings.context_budget if settings is not None else DEFAULT_CONTEXT_BUDGET
+    return f"metric: {describe_metric(evaluator.metric, budget)}"

@@ -35,69 +35,79 @@ def run(args) -> int:
 def compare_main(args, strategies: list[str], roles) -> int:
     import optuna
 
-    from memarch.cli._metric import objective_line
-    from memarch.cli._progress import Progress
-    from memarch.cli.compile import build_metric, space_line, storage_url, tracker_for
-    from memarch.optimizers.comparison import compare
-    from memarch.optimizers.tracking.tracker import ui_command
-    from memarch.pipeline.embed import Embedder, check_embedder
-    from memarch.pipeline.resources import Resources
-    from memarch.pipeline.space import ArchitectureSpace
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    embedder = Embedder(check_embedder(args.embedder)) if args.embedder else None
-    resources = roles.resources(embedder=embedder) if roles else Resources(embedder=embedder)
-    metric = build_metric(args, resources)
-    lm = roles.task if roles else None
-    space = ArchitectureSpace(metric.family, lm_available=lm is not None,
-                              opt_in=getattr(getattr(metric, "benchmark", None), "opt_in_modules", False))
-    landscape = None
-    if args.landscape:
-        from memarch.optimizers.landscapes.table import Landscape
-        from memarch.optimizers.landscapes.compare_oracle import check_landscape
-
-        landscape = Landscape.load(args.landscape)  # a bad file fails here, before any trial runs
-        check_landscape(landscape, args.benchmark, metric.family, metric.kwargs.get("objective")
-                        or landscape.default_metric)
+    from memarch.cli._metric import metric_line
+    from memarch.cli.compile import build_evaluator, build_resources, evaluator_space, space_line
     from memarch.pipeline.files import writable_dir
 
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    evaluator = build_evaluator(args, build_resources(args, roles))
+    space = evaluator_space(evaluator, roles.task if roles else None)
+    landscape = _landscape(args, evaluator)  # a bad file fails here, before any trial runs
     out = writable_dir(args.out)  # before the runs: an hour of trials is not lost to a bad --out
-    seeds = args.seeds or 3
-    bar = Progress(args.budget * seeds * len(strategies), "compare")
-    try:
-        cmp = compare(metric, space, strategies, seeds=seeds, budget=args.budget, target=args.target, lm=lm,
-                      meta_lm=roles.meta if roles else None, storage=storage_url(args), resume=args.resume,
-                      tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None,
-                      baselines=not args.no_baselines, study_prefix=args.study_name or f"compare-{args.benchmark}",
-                      on_trial=bar, warm_start=args.warm_start, k=args.k, objectives=args.objectives,
-                      select=args.select, space_mode=args.space, first_seed=args.first_seed, pruner=args.pruner)
-    finally:
-        bar.close()
+    cmp = _run(args, evaluator, space, strategies, roles)
     png = cmp.plot(out / f"compare-{args.benchmark}.png")
     fronts_png = cmp.plot_fronts(out / f"compare-{args.benchmark}-fronts.png")
-    fronts = cmp.fronts()
-    budget = f"{metric.memory_budget.describe()}\n" if metric.memory_budget is not None else ""
-    table = objective_line(metric) + "\n" + space_line(space, args.space) + "\n" + budget + cmp.table()
+    budget = f"{evaluator.memory_budget.describe()}\n" if evaluator.memory_budget is not None else ""
+    table = metric_line(evaluator) + "\n" + space_line(space, args.space) + "\n" + budget + cmp.table()
     oracle = None
     if landscape is not None:
         from memarch.optimizers.landscapes.compare_oracle import OracleView, check_landscape
 
-        check_landscape(landscape, args.benchmark, metric.family, cmp.objective)
-        oracle = OracleView(landscape, cmp.runs, budget=args.budget, objective=cmp.objective)
+        check_landscape(landscape, args.benchmark, evaluator.family, cmp.metric)
+        oracle = OracleView(landscape, cmp.runs, budget=args.budget, objective=cmp.metric)
         table += "\n" + "\n".join(oracle.lines())
     (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
-    (out / f"compare-{args.benchmark}.json").write_text(json.dumps(
-        {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,
-         "winner": cmp.winner(), "objective": cmp.objective, "space": args.space, "failed_baselines": cmp.failed_baselines,
-         "runs": {s: [r.to_dict() for r in reps] for s, reps in cmp.runs.items()},
-         "evaluations": getattr(metric, "evaluations", None),
-         "fronts": fronts.to_dict() if fronts is not None else None,
-         "landscape": oracle.to_dict() if oracle is not None else None}, indent=1, default=str))
+    _write_json(out / f"compare-{args.benchmark}.json", args, cmp, evaluator, oracle)
     print(table)
     print(f"curves: {png}")
     if fronts_png is not None:
         print(f"Pareto fronts: {fronts_png}")
     if not args.no_tracking:
+        from memarch.optimizers.tracking.tracker import ui_command
+
         print(f"MLflow: memarch ui --tracking-uri {args.tracking_uri}  (opens on the study's runs; "
               f"plain `{ui_command(args.tracking_uri)}` lands on the GenAI overview)")
     return 0
+
+
+def _landscape(args, evaluator):
+    """The ``--landscape`` file, checked against the benchmark and metric (None when not given)."""
+    if not args.landscape:
+        return None
+    from memarch.optimizers.landscapes.compare_oracle import check_landscape
+    from memarch.optimizers.landscapes.table import Landscape
+
+    landscape = Landscape.load(args.landscape)
+    check_landscape(landscape, args.benchmark, evaluator.family,
+                    evaluator.settings.metric or landscape.default_metric)
+    return landscape
+
+
+def _run(args, evaluator, space, strategies: list[str], roles):
+    """Every strategy over the seeds, with a progress bar over all their trials."""
+    from memarch.cli._progress import Progress
+    from memarch.cli.compile import search_settings, tracker_for
+    from memarch.optimizers.comparison import compare
+    from memarch.optimizers.comparison.compare import COMPARE_DEFAULTS
+
+    seeds = args.seeds or 3
+    bar = Progress(args.budget * seeds * len(strategies), "compare")
+    try:
+        return compare(evaluator, space, strategies, seeds=seeds, settings=search_settings(args, "guided", 0, None, finalists=COMPARE_DEFAULTS["finalists"]),
+                       target=args.target, lm=roles.task if roles else None, meta_lm=roles.meta if roles else None,
+                       tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None,
+                       baselines=not args.no_baselines, study_prefix=args.study_name or f"compare-{args.benchmark}",
+                       on_trial=bar, first_seed=args.first_seed)
+    finally:
+        bar.close()
+
+
+def _write_json(path, args, cmp, evaluator, oracle) -> None:
+    fronts = cmp.fronts()
+    path.write_text(json.dumps(
+        {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,
+         "winner": cmp.winner(), "metric": cmp.metric, "space": args.space, "failed_baselines": cmp.failed_baselines,
+         "runs": {s: [r.to_dict() for r in reps] for s, reps in cmp.runs.items()},
+         "evaluations": evaluator.evaluations,
+         "fronts": fronts.to_dict() if fronts is not None else None,
+         "landscape": oracle.to_dict() if oracle is not None else None}, indent=1, default=str))

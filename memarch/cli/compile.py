@@ -14,6 +14,7 @@ HELP = "search the best memory architecture for a benchmark and save it as a pro
 def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> None:
     """The options `compile` and `compare` share."""
     from memarch.benchmarks import BENCHMARKS, DEFAULT
+    from memarch.cli._knobs import add_knob_argument
     from memarch.cli._memory_budget import add_memory_budget_argument
     from memarch.cli._metric import add_metric_argument
     from memarch.optimizers.search.study import DEFAULT_STORAGE
@@ -22,8 +23,7 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
     p.add_argument("--data", default=None, help="dataset path (locomo, babi; jsonl: your .jsonl file, docs/data.md)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions of each split (faster)")
-    p.add_argument("--knob", action="append", default=[], metavar="KEY=INT",
-                   help="benchmark knob, e.g. --knob conversations=3 (generated)")
+    add_knob_argument(p)
     p.add_argument("--budget", type=int, default=default_budget, help=f"evaluated trials (default {default_budget})")
     p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
     p.add_argument("--first-seed", type=int, default=0,
@@ -89,7 +89,7 @@ def space_line(space, mode: str) -> str:
 
 
 def parse_strategies(text: str | None, default: list[str]) -> list[str]:
-    from memarch.optimizers.strategies import STRATEGIES, UNSUPPORTED, check_strategy
+    from memarch.optimizers.samplers.strategies import STRATEGIES, UNSUPPORTED, check_strategy
 
     names = [s.strip() for s in text.split(",") if s.strip()] if text else default
     bad = [n for n in names if n not in STRATEGIES]
@@ -132,7 +132,7 @@ def check_numbers(args) -> None:
         raise MemarchError(f"--limit must be at least 1, got {args.limit}")
     if args.max_failures < 0:
         raise MemarchError(f"--max-failures must be 0 or more, got {args.max_failures}")
-    from memarch.optimizers.search.fidelity import check_pruner
+    from memarch.optimizers.pruners import check_pruner
 
     args.pruner = check_pruner(getattr(args, "pruner", "none"))
     if args.pruner != "none" and len(args.objectives) > 1:
@@ -141,47 +141,43 @@ def check_numbers(args) -> None:
         raise MemarchError("--trace-lm traces LM calls into MLflow: it needs --lm and tracking (no --no-tracking)")
 
 
-def build_metric(args, resources):
-    """A cached `BenchmarkMetric` for the parsed options."""
+def build_evaluator(args, resources):
+    """The cached `BenchmarkEvaluator` of the parsed options: the benchmark (its knobs, split unit and
+    data), and the settings every trial reads and scores with (context budget, metric, reader,
+    judge, memory budget)."""
+    from memarch.benchmarks import get_benchmark
+    from memarch.benchmarks.evaluation.settings import EvaluationSettings
+    from memarch.cli._knobs import parse_knobs
+    from memarch.cli._memory_budget import resolve_memory_budget
     from memarch.cli._metric import check_metric
-    from memarch.optimizers.search.metric import BenchmarkMetric, CachedMetric
+    from memarch.optimizers.evaluators import BenchmarkEvaluator, CachedEvaluator
 
-    knobs = {}
-    for kv in args.knob:
-        key, _, val = kv.partition("=")
-        if not key or not val.lstrip("-").isdigit():
-            raise MemarchError(f"--knob takes KEY=INT, not {kv!r}")
-        knobs[key] = int(val)
-    lm_kwargs = {}
+    knobs = parse_knobs(args.knob)
+    if getattr(args, "split_by", None):
+        knobs["split_by"] = args.split_by
+    bench = get_benchmark(args.benchmark, args.data, **knobs)
+    settings = EvaluationSettings(context_budget=args.context_budget)
     if resources.lm is not None:
-        # With a task LM the objective is the reader's QA F1 (and a judge when --judge-lm is given);
+        # With a task LM the metric is the reader's QA F1 (and a judge when --judge-lm is given);
         # on agent tasks the task LM plays the game through the DSPy agent.
         from memarch.benchmarks.evaluation.reader import AnswerJudge, MemoryReader
 
-        lm_kwargs = {"reader": MemoryReader(resources), "objective": "qa_f1"}
-        if getattr(args, "judge_lm", None):
-            lm_kwargs["judge"] = AnswerJudge(resources)
-    if getattr(args, "split_by", None):
-        knobs["split_by"] = args.split_by
-    metric = BenchmarkMetric(args.benchmark, resources=resources, data_path=args.data, limit=args.limit,
-                             knobs=knobs, budget_tokens=args.context_budget, **lm_kwargs)
-    if resources.lm is not None and hasattr(metric.benchmark, "agent_lm"):
-        metric.benchmark.agent_lm = resources.lm
-    objective = check_metric(getattr(args, "metric", None), metric.benchmark, lm=resources.lm is not None)
-    if objective:
-        metric.kwargs["objective"] = objective
-        if objective == "judge" and "judge" not in metric.kwargs:
+        settings = settings.replace(reader=MemoryReader(resources), metric="qa_f1",
+                                    judge=AnswerJudge(resources) if getattr(args, "judge_lm", None) else None)
+        if hasattr(bench, "agent_lm"):
+            bench.agent_lm = resources.lm
+    metric = check_metric(getattr(args, "metric", None), bench, lm=resources.lm is not None)
+    if metric:
+        settings = settings.replace(metric=metric)
+        if metric == "judge" and settings.judge is None:
             from memarch.benchmarks.evaluation.reader import AnswerJudge
 
-            metric.kwargs["judge"] = AnswerJudge(resources)
-    from memarch.cli._memory_budget import resolve_memory_budget
-
-    memory_budget = resolve_memory_budget(args, metric.benchmark)
+            settings = settings.replace(judge=AnswerJudge(resources))
+    memory_budget = resolve_memory_budget(args, bench)
     if memory_budget is not None:  # every trial's program (and the compiled one) keeps it
-        metric.kwargs["config"] = memory_budget.config()
-    cached = CachedMetric(metric)
-    cached.memory_budget = memory_budget
-    return cached
+        settings = settings.replace(config=memory_budget.config())
+    return CachedEvaluator(BenchmarkEvaluator(bench, resources=resources, limit=args.limit, knobs=knobs,
+                                              settings=settings, memory_budget=memory_budget))
 
 
 def storage_url(args) -> str | None:
@@ -251,92 +247,131 @@ def run(args) -> int:
 def _compile(args, strategies: list[str], roles) -> int:
     import optuna
 
-    from memarch.cli._metric import objective_line
-    from memarch.optimizers.compile import MemarchOptimizer
-    from memarch.cli._progress import Progress
     from memarch.pipeline.presets import get_preset
-    from memarch.optimizers.tracking.tracker import ui_command
-    from memarch.pipeline.embed import Embedder, check_embedder
-    from memarch.pipeline.resources import Resources
-    from memarch.pipeline.space import ArchitectureSpace
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     lm = roles.task if roles else None
-    meta = roles.meta if roles else None
-    print("objectives: " + ", ".join(f"{n} ({'max' if n == 'quality' else 'min'})" for n in args.objectives)
-          + (" (one objective: ties broken by lower memory_tokens, then read_p95)" if len(args.objectives) == 1 else ""))
-    embedder = Embedder(check_embedder(args.embedder)) if args.embedder else None
-    resources = roles.resources(embedder=embedder) if roles else Resources(embedder=embedder)
-    metric = build_metric(args, resources)
-    space = ArchitectureSpace(metric.family, lm_available=lm is not None,
-                              opt_in=getattr(getattr(metric, "benchmark", None), "opt_in_modules", False))
+    print(objectives_line(args.objectives))
+    resources = build_resources(args, roles)
+    evaluator = build_evaluator(args, resources)
+    space = evaluator_space(evaluator, lm)
     student = get_preset(args.preset, space) if args.preset else space
-    out = Path(args.out)
-    print(objective_line(metric))
-    print(space_line(space, args.space))
-    if metric.memory_budget is not None:
-        print(metric.memory_budget.describe())
+    print_plan(args, evaluator, space)
     if args.optimize_prompts != "none":
-        _prompt_line(args, metric, lm)
-    best = None
-    for strategy in strategies:
-        for seed in range(args.first_seed, args.first_seed + (args.seeds or 1)):
-            name = args.study_name or f"{args.benchmark}-{space.family}-{strategy}-s{seed}"
-            if args.study_name and (len(strategies) > 1 or (args.seeds or 1) > 1):
-                name = f"{args.study_name}-{strategy}-s{seed}"
-            bar = Progress(args.budget, f"{strategy} seed {seed}")
-            tracker = tracker_for(args)
-            opt = MemarchOptimizer(metric, strategy=strategy, budget=args.budget, lm=lm, meta_lm=meta, seed=seed,
-                                   k=args.k, storage=storage_url(args), study_name=name, resume=args.resume,
-                                   tracker=tracker, resources=resources, on_trial=bar, warm_start=args.warm_start,
-                                   max_failures=args.max_failures, objectives=args.objectives, select=args.select,
-                                   space_mode=args.space, prompt_optimizer=args.optimize_prompts,
-                                   prompt_examples=args.prompt_examples, prompt_budget=args.prompt_budget,
-                                   pruner=args.pruner)
-            try:
-                program = opt.compile(student, trainset="search", valset="validation", testset="test")
-            finally:
-                bar.close()
-            rep = opt.report
-            shown = {k: v for k, v in rep.counts.items() if v and k not in ("evaluated", "rounds")}
-            print(f"{strategy} seed {seed}: {rep.architecture.key()}  search {rep.search_score:.4f}  "
-                  f"validation {rep.validation_score:.4f}  test {test_text(rep)}  [objective {rep.objective}] "
-                  f"({rep.trials} distinct architectures; "
-                  + (", ".join(f"{k} {v}" for k, v in sorted(shown.items())) or "no invalid draws, repeats or failures")
-                  + ")")
-            if rep.test_error:  # None and counted (test_failed), never a 0.0 score
-                print(f"  test evaluation failed: {rep.test_error}")
-            for line in front_lines(rep):
-                print(line)
-            if rep.prompts:
-                print("  " + rep.prompts["summary"])
-            if best is None or _better(rep, best[0]):
-                best = (rep, program)
-    rep, program = best
-    path = Path(args.output) if args.output else out / f"{rep.study_name}.program.json"
-    # The program compile() built: the top_k, context budget and evaluation record of its trials.
+        _prompt_line(args, evaluator, lm)
+    seeds = range(args.first_seed, args.first_seed + (args.seeds or 1))
+    runs = [_compile_one(args, evaluator, space, student, resources, roles, strategy, seed,
+                         several=len(strategies) * len(seeds) > 1)
+            for strategy in strategies for seed in seeds]
+    rep, program = max(runs, key=lambda run: _pick_key(run[0]))  # the first of the best, as before
+    _save_pick(args, evaluator, rep, program)
+    return 0
+
+
+def objectives_line(objectives: tuple[str, ...]) -> str:
+    return ("objectives: " + ", ".join(f"{n} ({'max' if n == 'quality' else 'min'})" for n in objectives)
+            + (" (one objective: ties broken by lower memory_tokens, then read_p95)" if len(objectives) == 1 else ""))
+
+
+def build_resources(args, roles):
+    """The embedder and LMs every trial shares (`--embedder`, `--lm` ...)."""
+    from memarch.pipeline.embed import Embedder, check_embedder
+    from memarch.pipeline.resources import Resources
+
+    embedder = Embedder(check_embedder(args.embedder)) if args.embedder else None
+    return roles.resources(embedder=embedder) if roles else Resources(embedder=embedder)
+
+
+def evaluator_space(evaluator, lm):
+    """The architecture space the evaluator's benchmark is searched in."""
+    from memarch.pipeline.space import ArchitectureSpace
+
+    return ArchitectureSpace(evaluator.family, lm_available=lm is not None, opt_in=evaluator.opt_in_modules)
+
+
+def print_plan(args, evaluator, space) -> None:
+    """What will be searched: the metric, the space, the memory budget."""
+    from memarch.cli._metric import metric_line
+
+    print(metric_line(evaluator))
+    print(space_line(space, args.space))
+    if evaluator.memory_budget is not None:
+        print(evaluator.memory_budget.describe())
+
+
+def search_settings(args, strategy: str, seed: int, study_name: str | None, *, finalists: int = 3):
+    """The `SearchSettings` of one run from the parsed options (compile's, and compare's template)."""
+    from memarch.optimizers.compile import SearchSettings
+
+    return SearchSettings(
+        finalists=finalists, strategy=strategy, budget=args.budget, seed=seed, k=args.k, storage=storage_url(args), study_name=study_name,
+        resume=args.resume, warm_start=args.warm_start, max_failures=args.max_failures, objectives=args.objectives,
+        select=args.select, space_mode=args.space, pruner=args.pruner,
+        prompt_optimizer=getattr(args, "optimize_prompts", "none"), prompt_examples=getattr(args, "prompt_examples", 20),
+        prompt_budget=getattr(args, "prompt_budget", 60))
+
+
+def _study_name(args, space, strategy: str, seed: int, several: bool) -> str:
+    if args.study_name and several:
+        return f"{args.study_name}-{strategy}-s{seed}"
+    return args.study_name or f"{args.benchmark}-{space.family}-{strategy}-s{seed}"
+
+
+def _compile_one(args, evaluator, space, student, resources, roles, strategy: str, seed: int, *, several: bool):
+    """One strategy and seed: its compile, and the line that reports it; (report, program)."""
+    from memarch.cli._progress import Progress
+    from memarch.optimizers.compile import MemarchOptimizer
+
+    name = _study_name(args, space, strategy, seed, several)
+    bar = Progress(args.budget, f"{strategy} seed {seed}")
+    opt = MemarchOptimizer(evaluator, search_settings(args, strategy, seed, name), lm=roles.task if roles else None,
+                           meta_lm=roles.meta if roles else None, tracker=tracker_for(args), resources=resources,
+                           on_trial=bar)
+    try:
+        program = opt.compile(student, trainset="search", valset="validation", testset="test")
+    finally:
+        bar.close()
+    rep = opt.report
+    print(f"{strategy} seed {seed}: {rep.architecture.key()}  search {rep.search_score:.4f}  "
+          f"validation {rep.validation_score:.4f}  test {test_text(rep)}  [metric {rep.metric}] "
+          f"({rep.trials} distinct architectures; {rep.counts_line()})")
+    if rep.test_error:  # None and counted (test_failed), never a 0.0 score
+        print(f"  test evaluation failed: {rep.test_error}")
+    for line in front_lines(rep):
+        print(line)
+    if rep.prompts:
+        print("  " + rep.prompts["summary"])
+    return rep, program
+
+
+def _save_pick(args, evaluator, rep, program) -> None:
+    """The best run's program saved (as compile() built it: the top_k, context budget and
+    evaluation record of its trials), and where to look next."""
+    from memarch.optimizers.tracking.tracker import ui_command
+
+    path = Path(args.output) if args.output else Path(args.out) / f"{rep.study}.program.json"
     program.save(path, include_memory=False)
     print(f"compiled: {rep.architecture.key()} (chosen on validation {rep.validation_score:.4f}; "
           f"test {test_text(rep)}); selection: {rep.selection}")
+    budget = evaluator.memory_budget
     print(f"program saved to {path} (top_k {program.top_k}, context budget {program.budget_tokens} words, "
-          + (f"memory budget {metric.memory_budget.tokens} tokens per namespace, " if metric.memory_budget else "")
+          + (f"memory budget {budget.tokens} tokens per namespace, " if budget else "")
           + f"as its trials read; `memarch evaluate --program {path}` re-scores it)")
     if not args.no_tracking:
         _print_model(args, rep)
         print(f"MLflow: memarch ui --tracking-uri {args.tracking_uri}  (opens on the study's runs; "
               f"plain `{ui_command(args.tracking_uri)}` lands on the GenAI overview)")
-    logging.getLogger(__name__).info("study %s", rep.study_name)
-    return 0
+    logging.getLogger(__name__).info("study %s", rep.study)
 
 
-def _prompt_line(args, metric, lm) -> None:
+def _prompt_line(args, evaluator, lm) -> None:
     """Stage two's plan, before the search spends anything: refused on agent benchmarks, a smoke
     run with the embedded model."""
     from memarch.optimizers.prompts.optimize import check_benchmark
 
     if lm is None:
         return  # the LM-free program has nothing to optimise; said after the search, and counted
-    check_benchmark(metric.benchmark)
+    check_benchmark(evaluator.benchmark)
     smoke = " (--lm local: a smoke run of the machinery, never a quality claim)" if args.lm == "local" else ""
     budget = "one pass, no budget" if args.optimize_prompts == "bootstrap" else f"budget {args.prompt_budget}"
     print(f"prompt optimisation after the search: {args.optimize_prompts}, {args.prompt_examples} questions per "
@@ -380,10 +415,7 @@ def front_lines(rep) -> list[str]:
     return lines
 
 
-def _better(rep, other) -> bool:
-    """Across runs: the better validation quality of the picks; ties to lower memory_tokens."""
-    def key(r):
-        v = r.validation.get("validation_values", {}).get(r.architecture.key(), {})
-        return (r.validation_score, -v.get("memory_tokens", 0.0), -v.get("read_p95", 0.0))
-
-    return key(rep) > key(other)
+def _pick_key(rep) -> tuple:
+    """Across runs: the better validation quality of the picks; ties to lower memory_tokens, then read_p95."""
+    v = rep.validation.get("validation_values", {}).get(rep.architecture.key(), {})
+    return (rep.validation_score, -v.get("memory_tokens", 0.0), -v.get("read_p95", 0.0))

@@ -190,6 +190,7 @@ def run(args) -> int:
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.embed import Embedder
     from memarch.benchmarks.evaluation.evaluate import evaluate
+    from memarch.benchmarks.evaluation.settings import EvaluationSettings
     from memarch.pipeline.files import atomic_write_json
 
     _single_threaded_faiss()
@@ -205,18 +206,18 @@ def run(args) -> int:
     config = memory_budget.config() if memory_budget else None
     if saved and memory_budget:
         saved.set_memory_budget(memory_budget.tokens)
-    objective = getattr(args, "metric", None) or (saved.record.objective if saved and saved.record else None)
-    if lm_spec == "none" and objective in ("qa_f1", "judge"):
+    metric = getattr(args, "metric", None) or (saved.record.objective if saved and saved.record else None)
+    if lm_spec == "none" and metric in ("qa_f1", "judge"):
         scored = f" ({args.program} was scored with one)" if saved else ""
-        raise MemarchError(f"metric {objective} scores an LM reader's answers; pass --lm{scored}")
+        raise MemarchError(f"metric {metric} scores an LM reader's answers; pass --lm{scored}")
+    settings = EvaluationSettings(context_budget=args.context_budget, top_k=args.top_k, metric=metric, config=config)
     embedder = Embedder(args.embedder) if args.embedder else None
     if lm_spec == "none":
         from memarch.pipeline.resources import Resources
 
         resources = Resources(embedder=embedder)
         result = evaluate(saved.build(resources) if saved else arch, bench, split=args.split, resources=resources,
-                          budget_tokens=args.context_budget, top_k=args.top_k, limit=args.limit, objective=objective,
-                          config=config)
+                          settings=settings, limit=args.limit)
     else:
         try:
             from memarch.lm.arguments import roles_from_args
@@ -234,10 +235,9 @@ def run(args) -> int:
                 from memarch.pipeline.prompt_state import apply_prompt
 
                 apply_prompt(reader.answer, program.reader_prompts["answer"])  # the prompt it was scored with
-            result = evaluate(program or arch, bench, split=args.split,
-                              resources=resources, budget_tokens=args.context_budget, top_k=args.top_k, limit=args.limit,
-                              reader=reader, objective=objective or "qa_f1", config=config,
-                              judge=AnswerJudge(resources) if args.judge or objective == "judge" else None)
+            judge = AnswerJudge(resources) if args.judge or metric == "judge" else None
+            result = evaluate(program or arch, bench, split=args.split, resources=resources, limit=args.limit,
+                              settings=settings.replace(reader=reader, metric=metric or "qa_f1", judge=judge))
     _print(result)
     if memory_budget:
         print(f"  {memory_budget.describe()}")

@@ -13,7 +13,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from memarch.pipeline.manifest import declare_builtin_modules
+    from memarch.modules.manifest import declare_builtin_modules
     from memarch.pipeline.presets import NO_MEMORY, preset_architectures
     from memarch.pipeline.space import ArchitectureSpace
 

@@ -12,7 +12,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from memarch.errors import ArchitectureError
     from memarch.pipeline.architecture import Architecture
-    from memarch.pipeline.manifest import declare_builtin_modules
+    from memarch.modules.manifest import declare_builtin_modules
     from memarch.pipeline.space import ArchitectureSpace
 
     declare_builtin_modules()  # the modules' declarations are all it reads: no import of DSPy

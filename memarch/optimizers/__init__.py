@@ -1,18 +1,23 @@
 """The DSPy-style face of memarch: `MemarchOptimizer.compile`, `compare` and the runoff, above the
 concerns they combine, each a folder of its own:
 
-- ``search/``     the Optuna search: parameter space, study, the trial function, history, stop rules,
-                  the study's objectives, selection and the Pareto front;
-- ``guided/``     the guided sampler (diagnosis -> textual gradient -> proposals, ledger) and the archive;
 - ``landscapes/`` tabulated landscapes: build, join, replay of strategies on one, compare against one;
+- ``comparison/`` `compare`: strategies side by side over seeds (and their Pareto fronts);
+- ``compile/``    `MemarchOptimizer`, `SearchSettings`, `CompileReport`;
+- ``runoff.py``   the top architectures re-scored on validation, the pick;
+- ``samplers/``   every strategy as an Optuna sampler: by name, brute force, GP, guided, archive;
 - ``prompts/``    DSPy prompt optimisation of a program's LM modules;
 - ``finetune/``   the export of good memory decisions for fine-tuning;
-- ``tracking/``   MLflow: runs, run context, UI view, the pyfunc model, DSPy traces.
+- ``tracking/``   MLflow: runs, run context, UI view, the pyfunc model, DSPy traces;
+- ``search/``     the Optuna search: parameter space, study, trial function, history, stop rules,
+                  the study's objectives, selection and the Pareto front;
+- ``evaluators/`` `Evaluator`, the contract an architecture is scored through, and its kinds;
+- ``pruners/``    pruners by name and instance-by-instance scoring.
 
-May import: ``benchmarks``, ``modules``, ``lm``, ``pipeline``, ``errors``. guided, prompts, finetune
-and tracking do not know each other; they build on ``search``; ``strategies`` names every sampler;
-compile, compare and landscapes sit on top (pyproject.toml's import-linter contracts check it).
-Names are imported on use, so ``import memarch.optimizers`` loads no Optuna, DSPy or MLflow.
+May import: ``benchmarks``, ``modules``, ``lm``, ``pipeline``, ``errors`` (never ``app``). Each
+folder imports only the ones listed after it in pyproject.toml's import-linter contract, and the
+concerns of one line there do not know each other. Names are imported on use, so
+``import memarch.optimizers`` loads no Optuna, DSPy or MLflow.
 """
 from __future__ import annotations
 
@@ -20,16 +25,21 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "MemarchOptimizer": "compile", "CompileReport": "compile",
+    "MemarchOptimizer": "compile", "CompileReport": "compile", "SearchSettings": "compile",
     "compare": "comparison", "Comparison": "comparison",
-    "GuidedSampler": "guided.sampler",
-    "BenchmarkMetric": "search.metric", "CachedMetric": "search.metric",
+    "Evaluator": "evaluators", "BenchmarkEvaluator": "evaluators", "CachedEvaluator": "evaluators",
+    "CallableEvaluator": "evaluators", "EvaluatorWrapper": "evaluators",
+    "BenchmarkMetric": "evaluators", "CachedMetric": "evaluators",  # deprecated names (one release)
+    "LandscapeEvaluator": "landscapes.evaluator",
+    "GuidedSampler": "samplers", "ArchiveSampler": "samplers",
+    "STRATEGIES": "samplers", "make_sampler": "samplers",
+    "PRUNERS": "pruners", "make_pruner": "pruners",
     "record_outcomes": "search.trial_function", "record_result": "search.trial_function",
+    "TrialFunction": "search.trial_function", "Search": "search.runner",
     "hypervolume": "search.pareto", "knee": "search.pareto", "non_dominated": "search.pareto",
     "Proposal": "search.proposal",
     "parse_objectives": "search.objectives",
     "ParamSpace": "search.param_space",
-    "STRATEGIES": "strategies", "make_sampler": "strategies",
 }
 
 

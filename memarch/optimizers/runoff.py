@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memarch.optimizers.guided.champion import select_champion
+from memarch.optimizers.search.champion import select_champion
 from memarch.optimizers.search.pareto import objective_front
 from memarch.optimizers.search.history import History
+from memarch.optimizers.evaluators.base import Evaluator
 from memarch.optimizers.search.runner import Metric
 from memarch.optimizers.search.selection import QUALITY_SELECTION, Selection
 from memarch.optimizers.search.selection import select as select_pick
@@ -16,7 +17,7 @@ from memarch.pipeline.architecture import Architecture
 MAX_FRONT_FINALISTS = 8  # search front members re-scored on validation in a multi-objective study
 
 
-def choose_on_validation(history: History, metric: Metric, valset: Any, finalists: int = 3, *,
+def choose_on_validation(history: History, evaluator: Evaluator | Metric, valset: Any, finalists: int = 3, *,
                          objectives: tuple[str, ...] = SINGLE, selection: Selection = QUALITY_SELECTION,
                          details: dict[str, Any] | None = None) -> tuple[Architecture, dict[str, float | None]]:
     """The top search architectures plus the guarded champion — or, with several objectives, the
@@ -26,7 +27,7 @@ def choose_on_validation(history: History, metric: Metric, valset: Any, finalist
 
     Example::
 
-        pick, scores = choose_on_validation(history, metric, "validation", finalists=3)
+        pick, scores = choose_on_validation(history, evaluator, "validation", finalists=3)
 
     ``details`` (a dict, filled when given): each finalist's validation values of every objective,
     the validation front and the search front, and the errors of finalists whose validation
@@ -52,7 +53,7 @@ def choose_on_validation(history: History, metric: Metric, valset: Any, finalist
     failed: dict[str, str] = {}
     for key in keys:
         rec = history.by_key(key)
-        res = rec.result if valset is None else metric(rec.architecture, valset)
+        res = rec.result if valset is None else evaluator(rec.architecture, valset)
         scores[key] = None if res.failed else res.objective
         if res.failed:
             failed[key] = str(res.error)[:300]

@@ -93,6 +93,11 @@ class MemoryItem:
     def active(self) -> bool:
         return self.status == "active"
 
+    def cited_ids(self) -> list[str]:
+        """What the item cites: its turn or step ids and the episode it came from (agent benchmarks
+        name whole episodes as gold; dialogue benchmarks name turns)."""
+        return [*self.source_ids, self.episode_id] if self.episode_id else list(self.source_ids)
+
     def log(self, action: str, actor: str, reason: str = "", related: list[str] | None = None,
             at: str | None = None, **data: Any) -> LineageEntry:
         entry = LineageEntry(action, actor, reason, list(related or []), at, dict(data))

@@ -25,7 +25,7 @@ ROLE_FIELD = {"encoder": "encode", "store": "store", "retriever": "retrieve", "m
 class ModuleSpec:
     """What a module declares about itself; the space reads only this. ``source``
     (``"module:qualname"``) names the class: `cls` imports it on first use when the spec was read
-    from the registry's manifest (`memarch.pipeline.manifest`) rather than registered by the class."""
+    from the registry's manifest (`memarch.modules.manifest`) rather than registered by the class."""
 
     role: str
     name: str
@@ -85,9 +85,15 @@ class ModuleSpec:
 
 @dataclass
 class Registry:
+    """Every module's `ModuleSpec`, by role and name. Where the modules come from is not this
+    layer's to know: a package above adds a loader (`add_loader`; the `memarch` package adds the
+    built-in modules'), run once before the first query that needs every module."""
+
     _specs: dict[tuple[str, str], ModuleSpec] = field(default_factory=dict)
     _counter: int = 0
     declared: bool = False  # the built-in modules' specs came from the manifest (see `declare`)
+    loaded: bool = False  # the loaders ran
+    _loaders: list[Callable[[], None]] = field(default_factory=list)
 
     def register(
         self,
@@ -147,7 +153,7 @@ class Registry:
         return decorate
 
     def declare(self, specs: Iterable[ModuleSpec]) -> None:
-        """Take the built-in modules' specs read from the manifest (`memarch.pipeline.manifest`)
+        """Take the built-in modules' specs read from the manifest (`memarch.modules.manifest`)
         instead of importing their files; a module registered already keeps its own spec. Queries
         then answer from these specs, and a spec's class is imported when first asked for."""
         specs = list(specs)
@@ -157,9 +163,21 @@ class Registry:
         self._counter = max([self._counter, *(s.order - 1000 for s in specs)]) + 1
         self.declared = True
 
+    def add_loader(self, load: Callable[[], None]) -> None:
+        """``load()`` imports (and so registers) modules; it runs once, on the first query that
+        needs every module, unless their specs were declared from a manifest first."""
+        self._loaders.append(load)
+
+    def load(self) -> None:
+        """Run the loaders (once): every module they know is registered afterwards."""
+        if not self.loaded:
+            self.loaded = True
+            for load in list(self._loaders):
+                load()
+
     def _ensure_specs(self) -> None:
         if not self.declared:
-            ensure_modules_loaded()
+            self.load()
 
     def unregister(self, role: str, name: str) -> None:
         self._specs.pop((role, name), None)
@@ -206,12 +224,7 @@ class Registry:
 REGISTRY = Registry()
 register = REGISTRY.register
 
-_LOADED = False
-
 
 def ensure_modules_loaded() -> None:
-    """Import every built-in module file so that its decorators run."""
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        importlib.import_module("memarch.modules")
+    """Register every module the registry's loaders know (the built-in ones: `memarch.modules.load`)."""
+    REGISTRY.load()

@@ -11,6 +11,8 @@ from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 
 _TOKEN = re.compile(r"\S+")
+# The default context budget, in words: what the reader gets unless told otherwise (ANCHORS 6).
+DEFAULT_CONTEXT_BUDGET = 200
 
 
 @lru_cache(maxsize=1 << 16)

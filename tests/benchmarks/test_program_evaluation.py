@@ -9,7 +9,7 @@ import pytest
 from memarch.cli import main
 from memarch.errors import DataError
 from memarch.optimizers.compile import MemarchOptimizer
-from memarch.optimizers.search.metric import BenchmarkMetric, CachedMetric
+from memarch.optimizers.evaluators.benchmark import BenchmarkMetric, CachedMetric
 from memarch.pipeline.evaluation_record import EvaluationRecord
 from memarch.pipeline.program import MemoryProgram
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from memarch.pipeline.manifest import manifest_path, read_manifest, source_key
+from memarch.modules.manifest import manifest_path, read_manifest, source_key
 
 # Runs memarch commands in one fresh interpreter; prints each one's exit code, stdout and stderr,
 # then which heavy libraries were imported.
@@ -98,7 +98,7 @@ def test_a_corrupt_or_stale_manifest_is_rebuilt(tmp_path, cold, commands, damage
 
 LAZY = """
 import json, sys
-from memarch.pipeline.manifest import declare_builtin_modules
+from memarch.modules.manifest import declare_builtin_modules
 from memarch.pipeline.registry import REGISTRY
 from memarch.pipeline.space import ArchitectureSpace
 assert declare_builtin_modules() and "dspy" not in sys.modules

@@ -106,7 +106,7 @@ def test_compile_with_a_pruner_counts_full_evaluations_and_refuses_what_it_canno
                  "--study-name", "p"]) == 0
     assert "compiled:" in capsys.readouterr().out
     study = optuna.load_study(study_name="p", storage=storage)
-    from memarch.optimizers.search.fidelity import fidelity_of
+    from memarch.optimizers.search.history import fidelity_of
 
     spent = sum(fidelity_of(t) for t in study.trials)
     assert 7 <= spent < 8  # the budget is in full evaluations, a pruned trial counting its share

@@ -22,7 +22,7 @@ def cached(tmp_path):
 
 
 def _diagnoser(lm, resources, tag):
-    from memarch.optimizers.guided.diagnoser import Diagnoser
+    from memarch.optimizers.samplers.guided.diagnoser import Diagnoser
     from memarch.benchmarks.evaluation.diagnosis import Diagnosis
 
     diagnosis = Diagnosis(f"turn|vector|hybrid|lightweight {tag}", 0.4, {"retrieve": 3}, 3, 0,

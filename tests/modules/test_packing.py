@@ -273,7 +273,7 @@ def test_time_order_keeps_a_cut_last_item_on_its_own_line(hash_resources):
 def test_guided_search_steps_a_packer_knob_only_under_its_packer():
     from types import SimpleNamespace
 
-    from memarch.optimizers.guided.numeric import _idle_packing_knob
+    from memarch.optimizers.samplers.guided.numeric import _idle_packing_knob
 
     def idle(key: str, pack_value: int | None) -> bool:
         params = {} if pack_value is None else {"retrieve.pack": pack_value}

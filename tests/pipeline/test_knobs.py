@@ -78,7 +78,7 @@ def test_repair_and_edits_keep_the_knobs_of_the_modules_that_stay(conv):
 
 
 def test_a_cached_result_is_never_shared_across_knob_values():
-    from memarch.optimizers.search.metric import CachedMetric
+    from memarch.optimizers.evaluators.benchmark import CachedMetric
 
     metric = CachedMetric(lambda arch, data: TrialResult(arch, "x", data, float(len(arch.params))))
     tuned = BASE.replace(params={"retrieve.top_k": 8})
@@ -290,7 +290,7 @@ def test_cli_compile_full_space_and_evaluate_an_architecture_with_params(tmp_pat
 
 
 def test_bruteforce_in_the_full_space_enumerates_at_default_knobs(full):
-    from memarch.optimizers.strategies import make_sampler
+    from memarch.optimizers.samplers.strategies import make_sampler
 
     study = _run(full, make_sampler("bruteforce", full, seed=0), 8)
     done = [Architecture.from_dict(t.user_attrs[ARCH_ATTR]) for t in study.trials
@@ -302,7 +302,7 @@ def test_compiled_program_and_its_record_read_with_the_pick_top_k(hash_resources
     from types import SimpleNamespace
 
     from memarch.optimizers.compile import MemarchOptimizer
-    from memarch.optimizers.search.metric import BenchmarkMetric
+    from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
 
     metric = BenchmarkMetric(GeneratedConversations(seed=1, conversations=1), resources=hash_resources)
     opt = MemarchOptimizer(metric, strategy="random", budget=1, resources=hash_resources, space_mode="full")

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from memarch.pipeline.manifest import (FORMAT, PACKAGE_DIR, builtin_specs, read_manifest, source_key,
+from memarch.modules.manifest import (FORMAT, PACKAGE_DIR, builtin_specs, read_manifest, source_key,
                                        write_manifest)
 from memarch.pipeline.presets import preset_architectures
 from memarch.pipeline.registry import FAMILIES, ROLES, ModuleSpec, Registry

@@ -24,9 +24,8 @@ if TYPE_CHECKING:
 
 
 def sources(item: MemoryItem) -> list[str]:
-    """What an item cites: its turn or step ids and the episode it came from (agent benchmarks name
-    whole episodes as gold; dialogue benchmarks name turns)."""
-    return [*item.source_ids, item.episode_id] if item.episode_id else list(item.source_ids)
+    """What an item cites (`MemoryItem.cited_ids`)."""
+    return item.cited_ids()
 
 
 @dataclass

@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 from memarch.benchmarks.base import AgentTask, TaskBenchmark
 from memarch.benchmarks.formats.jsonl_check import DataFile
 from memarch.benchmarks.formats.jsonl_records import task_from_record
-from memarch.benchmarks.evaluation.attribution import sources
 from memarch.pipeline.episodes import Episode
 
 
@@ -79,7 +78,7 @@ class JsonlTasks(TaskBenchmark):
     def attempt(self, task: AgentTask, context: str | None, retrieval: Any = None) -> Episode:
         """The recorded trajectory; when deployed with memory, notes whether the read hit."""
         if retrieval is not None:
-            cited = {sid for s in retrieval.items for sid in sources(s.item)}
+            cited = {sid for s in retrieval.items for sid in s.item.cited_ids()}
             self._scores[task.id] = 1.0 if cited & set(self.gold_sources(task)) else 0.0
         else:
             self._scores[task.id] = 0.0

@@ -4,11 +4,20 @@ A *metric* measures one evaluation; a study's *objectives* (`memarch.optimizers.
 are the metric and the costs it optimises."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
+from memarch.benchmarks.metrics.scores import answer_recall, answer_span, evidence_recall
 
-METRICS = ("answer_span", "answer_recall", "evidence_recall", *RETRIEVAL_METRICS, "qa_f1", "judge")
+ContextMetric = Callable[[Any, Iterable[str], str, list[str], "int | None"], "float | None"]
+# The LM-free metrics of a read, in scoring order: name -> score(gold answer, gold evidence ids,
+# context, the retrieved items' source ids, context budget in words), for answerable questions.
+CONTEXT_METRICS: dict[str, ContextMetric] = {
+    "answer_span": lambda answer, evidence, context, sources, budget: answer_span(answer, context, budget),
+    "answer_recall": lambda answer, evidence, context, sources, budget: answer_recall(answer, context, budget),
+    "evidence_recall": lambda answer, evidence, context, sources, budget: evidence_recall(evidence, sources),
+}
+METRICS = (*CONTEXT_METRICS, *RETRIEVAL_METRICS, "qa_f1", "judge")
 LM_METRICS = ("qa_f1", "judge")  # need a reader (and, for judge, a judge)
 
 

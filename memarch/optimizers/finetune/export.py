@@ -93,14 +93,16 @@ def export_finetune(program: Any, benchmark: Any, *, min_score: float | None = N
         source: where the program came from (a study or a file), kept in the metadata.
     """
     from memarch.benchmarks.evaluation.evaluate import evaluate
+    from memarch.benchmarks.evaluation.settings import EvaluationSettings
 
     if min_score is not None and not 0.0 <= min_score <= 1.0:
         raise MemarchError(f"min_score must be in [0, 1], not {min_score}")
     if any(program.store.count(ns, include_deleted=True) for ns in program.store.namespaces()):
         raise MemarchError("export needs a fresh program: its memory would mix with the search split's writes")
     with CallRecorder(program) as recorder:
-        result = evaluate(program, benchmark, split=SPLIT, resources=program.resources,
-                          budget_tokens=program.budget_tokens, top_k=program.top_k, limit=limit, objective=objective)
+        settings = EvaluationSettings(context_budget=program.budget_tokens, top_k=program.top_k, metric=objective)
+        result = evaluate(program, benchmark, split=SPLIT, resources=program.resources, settings=settings,
+                          limit=limit)
     if result.failed:
         raise MemarchError(f"the search-split run failed: {result.error}")
     readers = _readers(program.store, result.outcomes)

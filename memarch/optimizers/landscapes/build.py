@@ -22,7 +22,9 @@ from memarch.optimizers.landscapes.table import EVIDENCE_SEP, FORMAT, Landscape
 from memarch.optimizers.landscapes.join import join, settings
 from memarch.optimizers.landscapes.unit import SHARED_MEMORY, SHARED_WRITE, Unit, UnitRows, evaluate_unit
 from memarch.errors import MemarchError
-from memarch.benchmarks.evaluation.evaluate import METRICS, _run_stream
+from memarch.benchmarks.evaluation.settings import EvaluationSettings
+from memarch.benchmarks.evaluation.stream import run_stream
+from memarch.benchmarks.metrics.registry import METRICS
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.space import ArchitectureSpace
 from memarch.pipeline.files import file_sha256
@@ -134,7 +136,8 @@ def _query_table(bench: Benchmark, view: Benchmark, resources: Resources, budget
         for d in bench.split(name).dialogues:
             for q in d.questions:
                 split_of[q.id] = code
-    baseline = _run_stream(None, view, top_k, budget, None, None, "answer_recall", 0.5, attribute_all=True)[0]
+    baseline = run_stream(None, view, EvaluationSettings(context_budget=budget, top_k=top_k, metric="answer_recall"),
+                          attribute_all=True)[0]
     outs = baseline.outcomes
     objectives = [o for o in METRICS if any(out.evidence.get(o) is not None for out in outs)]
     qs = [where[o.query_id][1] for o in outs]

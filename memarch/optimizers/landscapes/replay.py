@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import optuna
 
-from memarch.optimizers.compile import choose_on_validation
+from memarch.optimizers.runoff import choose_on_validation
 from memarch.optimizers.landscapes.report import ReplayReport, ReplayRun
 from memarch.optimizers.landscapes.snap import Snap, random_order
 from memarch.pipeline.presets import warm_start_architectures
 from memarch.optimizers.search.runner import Search, StudyStopped
 from memarch.optimizers.search.param_space import ParamSpace
-from memarch.optimizers.search.fidelity import check_pruner, fidelity_of, instance_of, make_pruner
-from memarch.optimizers.strategies import check_strategy, make_sampler
+from memarch.optimizers.pruners import check_pruner, instance_of, make_pruner
+from memarch.optimizers.search.history import fidelity_of
+from memarch.optimizers.samplers.strategies import check_strategy, make_sampler
 from memarch.optimizers.search.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace, Violation
 
@@ -32,7 +33,7 @@ WARM_STARTS = ("presets", "none")
 def parse_strategy(spec: str) -> tuple[str, str | None, str | None]:
     """``"guided"`` -> ("guided", None, None: the replay's warm start and pruner); ``"guided@none"``
     -> a strategy with its own warm start (the bench's cold-start guided); ``"tpe+wilcoxon"`` -> a
-    strategy with its own pruner (`fidelity.PRUNERS`), so one replay compares both on equal seeds."""
+    strategy with its own pruner (`pruners.PRUNERS`), so one replay compares both on equal seeds."""
     spec, _, pruner = spec.partition("+")
     name, _, warm = spec.partition("@")
     check_strategy(name)
@@ -81,7 +82,7 @@ class Replay:
         finalists: architectures re-scored on validation to choose the pick.
         top_share: what a "top" architecture is: the best ``ceil(top_share x N)`` by search score,
             ties broken by lower memory cost (exact ties with the last of them count as top too).
-        pruner: ``none`` or a `fidelity.PRUNERS` name for strategies without their own
+        pruner: ``none`` or a `pruners.PRUNERS` name for strategies without their own
             (``tpe+median``): lookups are handed out dialogue by dialogue and ``budget`` and
             ``horizon`` count full-evaluation equivalents; runs also report the evaluation cost to
             the first (complete) top architecture.
@@ -90,11 +91,11 @@ class Replay:
     def __init__(self, landscape: "Landscape", *, objective: str | None = None, budget: int = 20,
                  horizon: int | None = None, warm_start: str = "presets", k: int = 3, finalists: int = 3,
                  top_share: float = 0.01, threshold: float = 0.5, pruner: str = "none"):
-        from memarch.optimizers.landscapes.table import LandscapeMetric
+        from memarch.optimizers.landscapes.evaluator import LandscapeEvaluator
 
         self.landscape = landscape
-        self.metric = LandscapeMetric(landscape, objective=objective, threshold=threshold)
-        self.objective = self.metric.objective
+        self.evaluator = LandscapeEvaluator(landscape, metric=objective, threshold=threshold)
+        self.objective = self.evaluator.metric
         self.budget = int(budget)
         self.horizon = max(int(horizon or 10 * budget), self.budget)
         self.warm_start = warm_start
@@ -126,7 +127,7 @@ class Replay:
         name, warm, pruner = parse_strategy(spec)
         warm, pruner = warm or self.warm_start, pruner or self.pruner
         ss = self.param_space()
-        sampler = make_sampler(name, ss, seed=seed, k=self.k, no_memory=lambda: self.metric(None, "search"))
+        sampler = make_sampler(name, ss, seed=seed, k=self.k, no_memory=lambda: self.evaluator(None, "search"))
         study = open_study(f"{spec}-{seed}", make_storage(None), sampler, space=ss.describe(),
                            pruner=make_pruner(pruner, self.instances))
         warm_keys: set[str] = set()
@@ -138,7 +139,7 @@ class Replay:
         if self.sampled and name == "random":  # random search on the table: uniform, without replacement
             for arch in random_order(self.landscape, seed, warm_keys)[:self.horizon - len(warm_keys)]:
                 study.enqueue_trial(ss.to_params(arch), user_attrs={"role": "random_order"})
-        search = Search(self.metric, ss, budget=self.horizon, data="search", max_failures=5,
+        search = Search(self.evaluator, ss, budget=self.horizon, data="search", max_failures=5,
                         stuck_limit=20 * self.horizon + 100, callbacks=[snap] if snap else None, pruner=pruner)
         if snap is not None:
             snap.search = search
@@ -155,7 +156,7 @@ class Replay:
         within, cost_to_top, spent = self._costs(study)
         prefix = History(history.records[:self.budget] if pruner == "none" else
                          [r for r in history.records if r.number in within], cache=history.cache)
-        pick, val = choose_on_validation(prefix, self.metric, "validation", self.finalists)
+        pick, val = choose_on_validation(prefix, self.evaluator, "validation", self.finalists)
         counts = dict(search.stats())
         if snap is not None:
             counts["snapped"] = snap.snapped

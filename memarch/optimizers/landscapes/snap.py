@@ -46,7 +46,7 @@ class Snap:
     Example::
 
         snap = Snap(landscape, param_space, seed=0)
-        search = Search(metric, param_space, budget=20, callbacks=[snap.attach])
+        search = Search(evaluator, param_space, budget=20, callbacks=[snap.attach])
         snap.search = search
         ...
         snap.snapped            # how many proposals were replaced
@@ -78,12 +78,12 @@ class Snap:
 
     def __call__(self, study: optuna.Study, trial: Any) -> None:
         assert self.search is not None, "Snap.search is the Search it serves"
-        invalid = self.search.objective.invalid
+        invalid = self.search.trial_function.invalid
         new, self._seen_invalid = invalid[self._seen_invalid:], len(invalid)
         if not any(rule == NOT_IN_LANDSCAPE for _, _, rule in new) or trial.state != optuna.trial.TrialState.PRUNED:
             return
         params = dict(trial.params)
-        taken = {k for _, k in self.search.objective.evaluated} | {k for _, k, _ in self.search.objective.pruned} \
+        taken = {k for _, k in self.search.trial_function.evaluated} | {k for _, k, _ in self.search.trial_function.pruned} \
             | self.queued
         arch = self.nearest(params, taken)
         if arch is None:

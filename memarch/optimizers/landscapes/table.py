@@ -1,6 +1,7 @@
 """`Landscape`: a tabular benchmark (the NAS-Bench way) — every architecture of a space (or a
 seeded sample) evaluated once on all questions, per-query outcomes and costs in one .npz, so a
-search can be replayed against it for free; and `LandscapeMetric`, the search's metric over it."""
+search can be replayed against it for free (`memarch.optimizers.landscapes.evaluator` scores by
+lookup in it)."""
 from __future__ import annotations
 
 import io
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from memarch.pipeline.deprecation import moved_names
 
 from memarch.benchmarks.base import SPLITS
 from memarch.errors import DataError, MemarchError
@@ -243,54 +246,6 @@ class Landscape:
                       "landscape": self.path, "group": int(a["group"][row])})
 
 
-class LandscapeMetric:
-    """The search's metric contract, ``metric(architecture_or_None, split) -> TrialResult``, as
-    lookups in a landscape: a trial costs nothing and returns the real per-query outcomes.
-
-    Example::
-
-        metric = LandscapeMetric(Landscape.load("locomo.npz"), objective="answer_recall")
-        metric(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").objective
-        metric.lookups     # 1
-
-    Args:
-        landscape: the table.
-        objective: a stored objective (default: ``answer_span`` if stored, else the first).
-        threshold: a query scoring below it is a failure (attributed).
-    """
-
-    def __init__(self, landscape: Landscape, objective: str | None = None, threshold: float = 0.5):
-        self.landscape = landscape
-        self.objective = objective or landscape.default_metric
-        landscape._check_objective(self.objective)
-        self.threshold = float(threshold)
-        self.lookups = 0
-        self.missing = 0
-
-    @property
-    def family(self) -> str:
-        return self.landscape.family
-
-    def supports_instances(self) -> bool:
-        return True  # per-query outcomes: a lookup replays dialogue by dialogue (fidelity.staged)
-
-    def __call__(self, architecture: Architecture | None, data: Any = "search", *,
-                 on_instance: Any = None) -> TrialResult:
-        """The stored result; with ``on_instance`` it is handed out dialogue by dialogue, as a
-        live evaluation would, and cut where the callback says stop (a pruned trial)."""
-        self.lookups += 1
-        split = str(data)
-        if architecture not in self.landscape:
-            self.missing += 1
-            sample = self.landscape.meta.get("sample", {})
-            return TrialResult(
-                architecture=architecture, benchmark=self.landscape.benchmark, split=split, objective=0.0,
-                failed=True, error=f"{key_of(architecture)} is not in the landscape (sampled: "
-                                   f"{sample.get('architectures', len(self.landscape) - 1)} of {sample.get('space', '?')})",
-                metadata={"objective": self.objective, "landscape": self.landscape.path})
-        result = self.landscape.result(architecture, split, self.objective, self.threshold)
-        if on_instance is not None:
-            from memarch.optimizers.search.fidelity import staged
-
-            return staged(result, on_instance)
-        return result
+# The evaluator's old names here (one release of grace); it lives in `landscapes.evaluator`.
+__getattr__ = moved_names(__name__, {
+    "LandscapeMetric": "memarch.optimizers.landscapes.evaluator:LandscapeMetric"}, globals())

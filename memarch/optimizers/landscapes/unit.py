@@ -12,8 +12,9 @@ import numpy as np
 from memarch.optimizers.landscapes.digest import namespace_digest
 from memarch.pipeline.architecture import Architecture
 from memarch.benchmarks.evaluation.costs import memory_costs, read_costs
-from memarch.benchmarks.evaluation.evaluate import _run_stream
-from memarch.benchmarks.evaluation.question_scoring import objective_score
+from memarch.benchmarks.evaluation.question_scoring import metric_score
+from memarch.benchmarks.evaluation.settings import EvaluationSettings
+from memarch.benchmarks.evaluation.stream import run_stream
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.registry import REGISTRY
@@ -162,7 +163,7 @@ class UnitRows:
         self.keys.append(key)
         for o in objectives:
             self.scores.setdefault(o, []).append(np.array(
-                [objective_score(out.evidence, o) for out in result.outcomes], dtype=np.float32))
+                [metric_score(out.evidence, o) for out in result.outcomes], dtype=np.float32))
             has = np.array([out.evidence.get(o) is not None for out in result.outcomes], dtype=bool)
             if o in self.has and not np.array_equal(self.has[o], has):
                 raise RuntimeError(f"{key}: whether a question has a value of {o} depends on the architecture")
@@ -198,9 +199,9 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
     """Evaluate every architecture of ``unit`` on all questions of ``bench`` (one stream)."""
     rows = UnitRows()
     started = time.perf_counter()
-    run = dict(top_k=top_k, budget=budget_tokens, reader=None, judge=None, objective=objectives[0], threshold=0.5)
+    settings = EvaluationSettings(context_budget=budget_tokens, top_k=top_k, metric=objectives[0])
     if unit.encoders is None:
-        result = _run_stream(None, bench, **run, attribute_all=True)[0]
+        result = run_stream(None, bench, settings, attribute_all=True)[0]
         rows.add("none", result, query_ids, objectives, {"memory_items": 0, "memory_tokens": 0, "memory_tokens_max_ns": 0, "write_s": 0,
                                                          **read_costs([]), "embeddings_computed": 0}, 0)
         rows.groups.append({"id": 0, "members": ["none"], "reason": SINGLE})
@@ -228,7 +229,7 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
         readers = [p.reader(program.retriever, _reader_id(archs[0]))] + [
             p.reader(_retriever(a, space, resources), _reader_id(a)) for a in archs[1:]]
         embedded = getattr(resources.embedder, "computed", 0)
-        results = _run_stream(program, bench, **run, readers=readers, attribute_all=True,
+        results = run_stream(program, bench, settings, readers=readers, attribute_all=True,
                               on_read_point=p.on_read_point)
         computed = sum(r.computed for r in readers)
         members = [a.key() for a in archs]

@@ -23,7 +23,7 @@ QUOTE_CHARS = 240
 
 class PromptMetric:
     """``metric(example, pred, trace=None, pred_name=None, pred_trace=None)``: the question's
-    benchmark score as `PromptStudent` computed it (``pred.score``: the objective of
+    benchmark score as `PromptStudent` computed it (``pred.score``: the metric of
     `memarch.benchmarks.evaluation.question_scoring.ask`, e.g. QA F1 of the reader's answer).
 
     Example::
@@ -56,10 +56,10 @@ def feedback_text(example: Any, pred: Any, pred_name: str | None = None) -> str:
     if outcome is None:
         return f"The program produced no scored answer to {question!r} (gold answer {gold!r}): score 0."
     ev = outcome.evidence
-    objective = getattr(pred, "objective", "score")
+    metric = getattr(pred, "metric", "score")
     lines = [f"Question {question!r}; gold answer {gold!r}"
              + (f"; the reader answered {ev.get('prediction')!r}" if "prediction" in ev else "")
-             + f". Score {outcome.score:.2f} ({objective})."]
+             + f". Score {outcome.score:.2f} ({metric})."]
     if ev.get("reader_failed"):
         lines.append("The reader's output could not be parsed (twice): answer with the output field only.")
     owner = None

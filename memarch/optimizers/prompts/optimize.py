@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dspy
 
@@ -25,6 +25,9 @@ from memarch.optimizers.prompts.student import (
 )
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.prompt_state import apply_prompt, prompt_of
+
+if TYPE_CHECKING:
+    from memarch.optimizers.evaluators.base import Evaluator
 
 log = logging.getLogger(__name__)
 
@@ -86,21 +89,21 @@ def check_benchmark(benchmark: Any) -> None:
                            f"benchmark (its episodes are not replayed per question)")
 
 
-def optimize_prompts(program: MemoryProgram, metric: Any, optimizer: str, *, lm: Any = None, meta_lm: Any = None,
-                     trainset: str = "search", valset: str = "validation", testset: str | None = "test",
-                     examples: int = 20, budget: int = 60, seed: int = 0, tracker: Any = None,
-                     validation_before: float | None = None) -> PromptReport:
+def optimize_prompts(program: MemoryProgram, evaluator: "Evaluator", optimizer: str, *, lm: Any = None,
+                     meta_lm: Any = None, trainset: str = "search", valset: str = "validation",
+                     testset: str | None = "test", examples: int = 20, budget: int = 60, seed: int = 0,
+                     tracker: Any = None, validation_before: float | None = None) -> PromptReport:
     """Optimise ``program``'s prompts in place (kept only if validation does not drop).
 
     Example::
 
-        report = optimize_prompts(program, metric, "bootstrap", lm=lm)
+        report = optimize_prompts(program, evaluator, "bootstrap", lm=lm)
         report.validation_before, report.validation_after, program.save("p.json")
 
     Args:
         program: the compiled program; its prompts (and ``reader_prompts``) are the start.
-        metric: the `BenchmarkMetric` (or `CachedMetric`) the architecture was chosen with; its
-            reader, judge, objective and limit score the prompts.
+        evaluator: the `BenchmarkEvaluator` (or a wrapper of one) the architecture was chosen
+            with; its benchmark, limit and settings (reader, judge, metric) score the prompts.
         optimizer: ``bootstrap`` (BootstrapFewShot: demos), ``mipro`` (MIPROv2: instructions and
             demos) or ``gepa`` (GEPA: instructions, from textual feedback on failures).
         lm: the task LM (the DSPy default inside the optimizer); meta_lm: MIPRO's proposer and GEPA's
@@ -117,7 +120,7 @@ def optimize_prompts(program: MemoryProgram, metric: Any, optimizer: str, *, lm:
     if examples < 1 or budget < 1:
         raise MemarchError(f"prompt optimisation needs at least 1 example and a budget of 1 "
                            f"(got {examples}, {budget})")
-    reader = _reader(metric, program)
+    reader = _reader(evaluator, program)
     lm = lm or program.resources.lm or (reader.resources.lm if reader is not None else None)
     report.predictors = [name for name, _ in optimisable(program, reader)]
     runs = PromptRuns(tracker, optimizer)
@@ -125,16 +128,38 @@ def optimize_prompts(program: MemoryProgram, metric: Any, optimizer: str, *, lm:
         report.counts = {"prompts_skipped": 1}
         runs.skipped(report)
         return report
-    check_benchmark(metric.benchmark)
-    runtime = StudentRuntime(program, metric, [trainset, valset], reader)
+    check_benchmark(evaluator.benchmark)
+    runtime = StudentRuntime(program, evaluator, [trainset, valset], reader)
     train, val = runtime.examples(trainset, examples), runtime.examples(valset, examples)
     if not train:
         raise MemarchError(f"prompt optimisation: the {trainset} split has no question to learn from")
     runs.begin(report)
     if validation_before is None:
-        validation_before = score(program, metric, valset)
+        validation_before = score(program, evaluator, valset)
     report.validation_before = validation_before
     runs.step("validation before", {"validation_score": validation_before})
+    prompts = _optimised_prompts(report, runtime, train, val, optimizer, lm=lm, meta_lm=meta_lm, budget=budget,
+                                 seed=seed, runs=runs)
+    candidate = with_prompts(program, prompts)
+    report.validation_after = score(candidate, evaluator, valset) if prompts else validation_before
+    runs.step("validation after", {"validation_score": report.validation_after})
+    if not report.error and report.validation_after >= validation_before:
+        report.kept = "optimised"
+        install(program, prompts)
+    else:  # validation dropped (or the optimizer failed): the program keeps its prompts
+        report.kept = "original"
+    if testset is not None:
+        report.test_after = score(program, evaluator, testset)
+        runs.step("test after", {"test_score": report.test_after})
+    report.wall_s = time.perf_counter() - started
+    runs.end(report)
+    return report
+
+
+def _optimised_prompts(report: PromptReport, runtime: StudentRuntime, train: list, val: list, optimizer: str, *,
+                       lm: Any, meta_lm: Any, budget: int, seed: int, runs: PromptRuns) -> dict[str, Any]:
+    """The DSPy optimizer run over the student: the prompts it ends with ({} when it failed: said in
+    ``report.error``), its counts and the predictors it changed, recorded in ``report``."""
     scorer = PromptMetric(feedback=optimizer == "gepa")
     student = PromptStudent(runtime)
     start = {prompt_name(n): prompt_of(p) for n, p in student.named_predictors()}
@@ -155,26 +180,13 @@ def optimize_prompts(program: MemoryProgram, metric: Any, optimizer: str, *, lm:
     report.changed = [n for n in report.predictors if n in prompts and prompts[n] != start.get(n)]
     runs.step(f"optimise ({optimizer})", {**report.counts, "changed_predictors": len(report.changed),
                                           "wall_s": time.perf_counter() - t0}, artifact={"prompts": prompts})
-    candidate = with_prompts(program, prompts)
-    report.validation_after = score(candidate, metric, valset) if prompts else validation_before
-    runs.step("validation after", {"validation_score": report.validation_after})
-    if compiled is not None and report.validation_after >= validation_before:
-        report.kept = "optimised"
-        install(program, prompts)
-    else:  # validation dropped (or the optimizer failed): the program keeps its prompts
-        report.kept = "original"
-    if testset is not None:
-        report.test_after = score(program, metric, testset)
-        runs.step("test after", {"test_score": report.test_after})
-    report.wall_s = time.perf_counter() - started
-    runs.end(report)
-    return report
+    return prompts
 
 
-def _reader(metric: Any, program: MemoryProgram) -> Any:
-    """A reader of its own, on the metric's reader's LM (the metric's is left alone), with the
+def _reader(evaluator: "Evaluator", program: MemoryProgram) -> Any:
+    """A reader of its own, on the evaluator's reader's LM (the evaluator's is left alone), with the
     program's saved reader prompt."""
-    given = getattr(metric, "kwargs", {}).get("reader")
+    given = evaluator.settings.reader if evaluator.settings is not None else None
     if given is None:
         return None
     from memarch.benchmarks.evaluation.reader import MemoryReader
@@ -232,17 +244,18 @@ def with_prompts(program: MemoryProgram, prompts: dict[str, dict[str, Any]]) -> 
     return copy
 
 
-def score(program: MemoryProgram, metric: Any, split: str) -> float:
-    """``program`` (fresh memory, its prompts and reader prompt) on ``split``, as the metric scores
-    an architecture; a failed evaluation is an error, not a score."""
+def score(program: MemoryProgram, evaluator: "Evaluator", split: str) -> float:
+    """``program`` (fresh memory, its prompts and reader prompt) on ``split``, as the evaluator
+    scores an architecture; a failed evaluation is an error, not a score."""
     from memarch.benchmarks.evaluation.evaluate import evaluate
+    from memarch.benchmarks.evaluation.settings import EvaluationSettings
 
     fresh = with_prompts(program, {})
-    kwargs = dict(getattr(metric, "kwargs", {}))
-    if kwargs.get("reader") is not None:
-        kwargs["reader"] = _reader(metric, fresh)
-    result = evaluate(fresh, metric.benchmark, split=split, resources=program.resources,
-                      limit=getattr(metric, "limit", None), **kwargs)
+    settings = evaluator.settings or EvaluationSettings()
+    if settings.reader is not None:
+        settings = settings.replace(reader=_reader(evaluator, fresh))
+    result = evaluate(fresh, evaluator.benchmark, split=split, settings=settings, resources=program.resources,
+                      limit=evaluator.limit)
     if result.failed:
         raise MemarchError(f"prompt optimisation: scoring the program on {split} failed: {result.error}")
     return float(result.objective)

@@ -18,7 +18,7 @@ from memarch.benchmarks.evaluation.reader import MemoryReader
 from memarch.benchmarks.evaluation.traced_program import TracedProgram
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.prompt_state import copy_prompt
-from memarch.benchmarks.evaluation.question_scoring import ask
+from memarch.benchmarks.evaluation.question_scoring import QuestionScorer
 
 READER = "reader.answer"
 READ_ROLES = ("retriever", "reader")  # their prompts act at read time: memory does not depend on them
@@ -51,34 +51,34 @@ class StudentRuntime:
 
     Example::
 
-        runtime = StudentRuntime(program, metric, ["search"], reader=MemoryReader(resources))
+        runtime = StudentRuntime(program, evaluator, ["search"], reader=MemoryReader(resources))
         student = PromptStudent(runtime)
         student(question_id="gen-1/q1", question="What is Yusuf's job?").answer
 
     Args:
         template: the compiled program (its architecture, settings and current prompts).
-        metric: the `BenchmarkMetric` whose benchmark, limit, objective and judge score a question.
+        evaluator: the `BenchmarkEvaluator` whose benchmark, limit, metric and judge score a question.
         splits: the benchmark splits whose questions may be asked.
-        reader: the `MemoryReader` (None: the objective scores the context, e.g. answer_span).
+        reader: the `MemoryReader` (None: the metric scores the context, e.g. answer_span).
     """
 
-    def __init__(self, template: MemoryProgram, metric: Any, splits: list[str], reader: MemoryReader | None):
-        from memarch.benchmarks.evaluation.evaluate import default_top_k
+    def __init__(self, template: MemoryProgram, evaluator: Any, splits: list[str], reader: MemoryReader | None):
+        from memarch.benchmarks.evaluation.settings import EvaluationSettings, default_top_k
         from memarch.benchmarks.metrics.registry import check_metric
 
+        settings = evaluator.settings or EvaluationSettings()
         self.template = template
         self.reader = reader
-        kwargs = getattr(metric, "kwargs", {})
-        self.judge = kwargs.get("judge")
-        self.objective = check_metric(kwargs.get("objective"), reader, self.judge)
-        self.threshold = float(kwargs.get("success_threshold", 0.5))
+        self.judge = settings.judge
+        self.metric = check_metric(settings.metric, reader, self.judge)
+        self.threshold = float(settings.success_threshold)
         self.budget = template.budget_tokens
         self.top_k = template.top_k or default_top_k(self.budget)
         self.questions: dict[str, tuple[Any, int, Any, Any]] = {}  # id -> (dialogue, schedule index, q, session)
         self.turns: dict[tuple[str, str], str] = {}  # (namespace, turn id) -> text: the missed evidence
         self.order: dict[str, list[str]] = {}  # split -> question ids in stream order
         for split in splits:
-            view = metric.benchmark.split(split).limit(getattr(metric, "limit", None))
+            view = evaluator.benchmark.split(split).limit(evaluator.limit)
             ids = self.order.setdefault(split, [])
             for d in view.dialogues:
                 for s in d.sessions:
@@ -123,9 +123,10 @@ class StudentRuntime:
             retrieval = memory.program.read(query, **kw)
             return retrieval
 
-        outcome = ask(read, memory.program.store, dialogue.namespace, q, question_query(dialogue, q, session),
-                      self.top_k, self.budget, self.reader, self.judge, self.objective, self.threshold,
-                      memory.trace, memory.view, defaultdict(list))
+        scorer = QuestionScorer(memory.program.store, top_k=self.top_k, context_budget=self.budget,
+                                metric=self.metric, threshold=self.threshold, trace=memory.trace, view=memory.view,
+                                reader=self.reader, judge=self.judge)
+        outcome = scorer.ask(read, dialogue.namespace, q, question_query(dialogue, q, session), defaultdict(list))
         if trace is not None:
             self._credit(trace, start, prompts, memory.program)
         lost = (outcome.evidence.get("lost") or {}) if outcome is not None else {}
@@ -133,7 +134,7 @@ class StudentRuntime:
         return dspy.Prediction(answer=(outcome.evidence.get("prediction") if outcome else None) or "",
                                context=retrieval.context if retrieval is not None else "",
                                score=outcome.score if outcome else 0.0, outcome=outcome, missed=missed,
-                               objective=self.objective)
+                               metric=self.metric)
 
     def _memory(self, dialogue: Any, index: int, prompts: dict[str, dspy.Predict]) -> _Memory:
         """The conversation's memory written up to session ``index`` with these write-side prompts
@@ -193,7 +194,7 @@ class PromptStudent(dspy.Module):
 
     Example::
 
-        student = PromptStudent(StudentRuntime(program, metric, ["search"], reader))
+        student = PromptStudent(StudentRuntime(program, evaluator, ["search"], reader))
         [name for name, _ in student.named_predictors()]   # ["prompts['reader.answer']", ...]
 
     Args:

@@ -1,6 +1,7 @@
 """The Optuna search: the parameter space derived from the registry (`ParamSpace`), studies and
-storage, the trial function a study calls (`TrialFunction`, `record_result`), the history the
-strategies read, stop rules, the study's objectives, selection, the Pareto front, bootstrap CIs and
-the samplers that need nothing else (bruteforce, repeat-aware GP).
+storage, the trial function a study calls (`TrialFunction`, `record_result`), the worker that runs
+it (`Search`), the history the strategies read, stop rules, the study's objectives, selection, the
+champion's sign test, the Pareto front, bootstrap CIs and curves.
 
-The base of ``optimizers``: imports only ``benchmarks`` and the layers below."""
+May import: ``evaluators``, ``pruners`` and the layers below ``optimizers`` (``metric.py`` is the
+evaluators' old module path, kept one release)."""

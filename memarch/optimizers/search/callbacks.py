@@ -8,7 +8,7 @@ import logging
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from memarch.optimizers.search.fidelity import FIDELITY_ATTR
+from memarch.optimizers.search.history import FIDELITY_ATTR
 from memarch.optimizers.search.history import REPEAT_ATTR
 from memarch.optimizers.search.trial_function import distinct_taken
 

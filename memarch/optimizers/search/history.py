@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 RESULT_ATTR = "result"
 ARCH_ATTR = "architecture"
 REPEAT_ATTR = "repeat_of"  # a trial that re-drew an evaluated architecture: not a new evaluation
+FIDELITY_ATTR = "fidelity"  # share of the split's instances a trial evaluated (a pruned trial's < 1)
 PROPOSAL_PREFIX = "memarch:"  # system attrs a sampler sets on the trials it proposes
 # Enough example failures for a diagnosis; the rest of the evidence stays in the in-process result.
 MAX_EVIDENCE_KEYS = 8
@@ -202,3 +203,18 @@ class History:
                 hit = (0, 0, 0)
             self.cache.paired[key] = hit
         return hit
+
+
+def fidelity_of(trial: Any) -> float:
+    """What a finished trial cost in full evaluations: 1 for a complete evaluation, the share of
+    instances seen for a pruned one, 0 for anything that evaluated nothing (invalid, repeat, failed)."""
+    from optuna.trial import TrialState
+
+    attrs = trial.user_attrs
+    if REPEAT_ATTR in attrs or RESULT_ATTR not in attrs:
+        return 0.0
+    if trial.state == TrialState.COMPLETE:
+        return float(attrs.get(FIDELITY_ATTR, 1.0))
+    if trial.state == TrialState.PRUNED and FIDELITY_ATTR in attrs:
+        return float(attrs[FIDELITY_ATTR])
+    return 0.0

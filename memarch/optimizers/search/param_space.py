@@ -173,9 +173,10 @@ class ParamSpace:
             return knob.coerce(self.defaults[key])
         value = knob.default_for(self.family)
         if value is None and knob.name == "top_k":
-            from memarch.benchmarks.evaluation.evaluate import default_top_k, evaluate
+            from memarch.benchmarks.evaluation.settings import default_top_k
+            from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
-            value = default_top_k(evaluate.__kwdefaults__["budget_tokens"])
+            value = default_top_k(DEFAULT_CONTEXT_BUDGET)
         if value is None:
             raise MemarchError(f"knob {key} has no default in the {self.family} space")
         return knob.coerce(value)

@@ -1,18 +1,19 @@
-"""The objective contract of a memarch study, for memarch's own search and for a user's plain
-Optuna code: suggest an architecture from the trial, evaluate it, and store the result on the trial
-with `record_result` so that `GuidedSampler` can diagnose it (per-query outcomes, attribution).
+"""The trial function of a memarch study (the callable Optuna's ``study.optimize`` calls), for
+memarch's own search and for a user's plain Optuna code: suggest an architecture from the trial,
+evaluate it, and store the result on the trial with `record_result` so that `GuidedSampler` can
+diagnose it (per-query outcomes, attribution).
 
 Example (a user's own loop)::
 
     import optuna, memarch
     space = memarch.ParamSpace.for_family("conversation")
-    def objective(trial):
+    def trial_function(trial):
         arch = space.suggest(trial)
         if not space.is_valid(arch):
             raise optuna.TrialPruned("invalid")
         result = my_evaluate(arch)              # a TrialResult, or use record_outcomes below
         return memarch.record_result(trial, arch, result)
-    optuna.create_study(direction="maximize", sampler=memarch.GuidedSampler(space)).optimize(objective, n_trials=30)
+    optuna.create_study(direction="maximize", sampler=memarch.GuidedSampler(space)).optimize(trial_function, n_trials=30)
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import optuna
 from optuna.trial import TrialState
 
-from memarch.optimizers.search.fidelity import FIDELITY_ATTR, InstanceReporter, check_pruner, supports_instances
-from memarch.optimizers.search.history import ARCH_ATTR, REPEAT_ATTR, RESULT_ATTR, compact
+from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
+from memarch.optimizers.pruners import InstanceReporter, check_pruner
+from memarch.optimizers.search.history import ARCH_ATTR, FIDELITY_ATTR, REPEAT_ATTR, RESULT_ATTR, compact
 from memarch.optimizers.search.study import fail_stale
 from memarch.optimizers.search.objectives import SINGLE, values_of
 from memarch.pipeline.architecture import Architecture
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-Metric = Callable[[Architecture, Any], TrialResult]
+Metric = Callable[[Architecture, Any], TrialResult]  # a plain evaluator function (`as_evaluator` wraps it)
 
 
 class TrialFailed(Exception):
@@ -82,7 +84,8 @@ def record_outcomes(trial: optuna.Trial, arch: Architecture, outcomes: Iterable[
 
 
 class TrialFunction:
-    """memarch's objective: one trial = one architecture evaluated by ``metric`` on ``data``.
+    """The callable a memarch study optimises: one trial = one architecture evaluated by
+    ``evaluator`` on ``data``, its values (the study's objectives) handed back to Optuna.
 
     An invalid draw is pruned (never evaluated, never counted); a draw of an architecture the study
     already evaluated returns that trial's value without evaluating again and is marked
@@ -91,11 +94,11 @@ class TrialFunction:
 
     Example::
 
-        objective = TrialFunction(metric, space, data="search")
-        study.optimize(objective, n_trials=10, catch=(TrialFailed,))
+        trial_function = TrialFunction(evaluator, space, data="search")
+        study.optimize(trial_function, n_trials=10, catch=(TrialFailed,))
 
     Args:
-        metric: ``metric(architecture, data) -> TrialResult``.
+        evaluator: an `Evaluator` (or a plain ``function(architecture, data) -> TrialResult``).
         space: the `ParamSpace` (distributions and validity).
         data: what the metric scores on (a split name such as ``"search"``).
         budget: distinct architectures the study should hold; a trial started when they are all
@@ -104,16 +107,16 @@ class TrialFunction:
             pruned one too: its ``result.metadata["instances"]`` says how many dialogues it saw).
         objectives: ``("quality",)`` (one value per trial) or quality and costs (a tuple per
             trial, for a study created with one direction per objective).
-        pruner: ``none``, or a pruner of `fidelity.PRUNERS` (the study must have been created with
-            `fidelity.make_pruner` of the same name): the metric scores instance by instance and a
+        pruner: ``none``, or a pruner of `pruners.PRUNERS` (the study must have been created with
+            `pruners.make_pruner` of the same name): the evaluator scores instance by instance and a
             trial the pruner stops is PRUNED with its partial outcomes and ``fidelity`` (the share
             of instances it saw); ``budget`` then counts full-evaluation equivalents.
     """
 
-    def __init__(self, metric: Metric, space: "ParamSpace", *, data: Any = "search", budget: int | None = None,
+    def __init__(self, evaluator: Evaluator | Metric, space: "ParamSpace", *, data: Any = "search", budget: int | None = None,
                  on_result: Callable[[int, Architecture, TrialResult], None] | None = None,
                  objectives: tuple[str, ...] = SINGLE, pruner: str | None = "none"):
-        self.metric = metric
+        self.evaluator = as_evaluator(evaluator)
         self.pruner = check_pruner(pruner)
         if self.pruner != "none" and len(objectives) > 1:
             from memarch.errors import MemarchError
@@ -130,7 +133,7 @@ class TrialFunction:
         self.failures: list[tuple[int, str, str]] = []  # (trial number, architecture, error)
         self.evaluated: list[tuple[int, str]] = []  # (trial number, architecture) evaluated here
         self.pruned: list[tuple[int, str, float]] = []  # (trial number, architecture, fidelity) stopped early
-        self.unstaged = 0  # trials a pruner could not stop: the metric scores only whole splits
+        self.unstaged = 0  # trials a pruner could not stop: the evaluator scores only whole splits
         self._seen: dict[str, tuple[int, Any]] = {}  # key -> (first trial, value or values), this process
         self._keys: dict[int, str] = {}  # trial number -> architecture key (trials never change it)
 
@@ -166,12 +169,12 @@ class TrialFunction:
             return value
         t0 = time.perf_counter()
         reporter = None
-        if self.pruner != "none" and supports_instances(self.metric):
+        if self.pruner != "none" and self.evaluator.supports_instances():
             reporter = InstanceReporter(trial, self.pruner)
-            result = self.metric(arch, self.data, on_instance=reporter)
+            result = self.evaluator(arch, self.data, on_instance=reporter)
         else:
             self.unstaged += self.pruner != "none"
-            result = self.metric(arch, self.data)
+            result = self.evaluator(arch, self.data)
         result.cost.setdefault("latency_s", time.perf_counter() - t0)
         if result.failed:
             self.failures.append((trial.number, key, str(result.error)[:300]))

@@ -40,30 +40,18 @@ def git_commit(path: Path | None = None) -> tuple[str, bool] | None:
     return head.stdout.strip(), bool(dirty.stdout.strip())
 
 
-def _benchmark(metric: Any) -> Any:
-    inner = getattr(metric, "metric", metric)  # a CachedMetric wraps the BenchmarkMetric
-    return getattr(inner, "benchmark", None)
+def _benchmark(evaluator: Any) -> Any:
+    return evaluator.benchmark if evaluator is not None else None
 
 
-def objective_name(metric: Any) -> str | None:
-    """The objective a `BenchmarkMetric` scores (None for a metric that does not say)."""
-    from memarch.benchmarks.base import TaskBenchmark
-    from memarch.benchmarks.metrics.registry import default_metric
-
-    inner = getattr(metric, "metric", metric)
-    bench = getattr(inner, "benchmark", None)
-    if bench is None:
-        return None
-    if isinstance(bench, TaskBenchmark):
-        return "task_score"
-    kwargs = getattr(inner, "kwargs", {})
-    return kwargs.get("objective") or default_metric(kwargs.get("reader"))
+def metric_name(evaluator: Any) -> str | None:
+    """The metric an evaluator's results score (None for one that does not say)."""
+    return (evaluator.metric or None) if evaluator is not None else None
 
 
-def split_view(metric: Any, split: str) -> Any:
-    """The part of the benchmark a metric scores on ``split`` (its ``limit`` applied)."""
-    bench = _benchmark(metric)
-    return bench.split(split).limit(getattr(getattr(metric, "metric", metric), "limit", None))
+def split_view(evaluator: Any, split: str) -> Any:
+    """The part of the benchmark an evaluator scores on ``split`` (its ``limit`` applied)."""
+    return _benchmark(evaluator).split(split).limit(evaluator.limit)
 
 
 def split_rows(view: Any) -> list[dict[str, Any]]:
@@ -80,8 +68,8 @@ def split_rows(view: Any) -> list[dict[str, Any]]:
             for d in view.dialogues for q in d.questions]
 
 
-def run_tags(metric: Any, *, strategy: str | None = None, seed: Any = None) -> dict[str, str]:
-    """Tags of every run of a study: what is absent was not known (a metric without a benchmark
+def run_tags(evaluator: Any, *, strategy: str | None = None, seed: Any = None) -> dict[str, str]:
+    """Tags of every run of a study: what is absent was not known (an evaluator without a benchmark
     has no benchmark tags; outside a git checkout there is no ``memarch.git_commit``)."""
     from memarch._version import __version__
 
@@ -94,10 +82,10 @@ def run_tags(metric: Any, *, strategy: str | None = None, seed: Any = None) -> d
         tags["memarch.strategy"] = str(strategy)
     if seed is not None:
         tags["memarch.seed"] = str(seed)
-    objective = objective_name(metric)
-    if objective:
-        tags["memarch.objective"] = objective
-    bench = _benchmark(metric)
+    metric = metric_name(evaluator)
+    if metric:
+        tags["memarch.objective"] = metric  # the tag's name in runs already logged
+    bench = _benchmark(evaluator)
     if bench is None:
         return tags
     from memarch.pipeline.evaluation_record import data_sha256
@@ -107,7 +95,7 @@ def run_tags(metric: Any, *, strategy: str | None = None, seed: Any = None) -> d
     if path is not None:
         tags["memarch.data"] = str(Path(path).resolve())
         tags["memarch.data_sha256"] = data_sha256(path) or "unreadable"
-    limit = getattr(getattr(metric, "metric", metric), "limit", None)
+    limit = evaluator.limit
     if limit is not None:
         tags["memarch.limit"] = str(limit)
     from memarch.benchmarks.base import TaskBenchmark
@@ -115,24 +103,24 @@ def run_tags(metric: Any, *, strategy: str | None = None, seed: Any = None) -> d
     # agent benchmarks split over tasks (their split_by is the stream benchmarks' setting, unused)
     tags["memarch.split_by"] = "task" if isinstance(bench, TaskBenchmark) else str(getattr(bench, "split_by", ""))
     for split in SPLITS:
-        tags[f"memarch.split.{split}"] = str(len(split_rows(split_view(metric, split))))
+        tags[f"memarch.split.{split}"] = str(len(split_rows(split_view(evaluator, split))))
     return tags
 
 
-def split_datasets(metric: Any, splits: tuple[str, ...] = SPLITS) -> list[Any]:
-    """Each split as an MLflow `DatasetInput` (context tag = the split's name); [] for a metric
+def split_datasets(evaluator: Any, splits: tuple[str, ...] = SPLITS) -> list[Any]:
+    """Each split as an MLflow `DatasetInput` (context tag = the split's name); [] for an evaluator
     without a benchmark."""
     import mlflow.data
     import pandas as pd
     from mlflow.entities import DatasetInput, InputTag
 
-    bench = _benchmark(metric)
+    bench = _benchmark(evaluator)
     if bench is None:
         return []
     path = getattr(bench, "path", None)
     out = []
     for split in splits:
-        rows = split_rows(split_view(metric, split))
+        rows = split_rows(split_view(evaluator, split))
         with warnings.catch_warnings():
             # a local path matches MLflow's two local-file source types (it picks the same one), and
             # its digest code trips a pandas 4 deprecation: neither is ours to act on

@@ -83,17 +83,20 @@ class Tracker:
 
             self.lm_tracing = LMTracing(tracking_uri, self.experiment_id)
 
-    def start(self, study: Any, *, metric: Any = None, **params: Any) -> str:
+    def start(self, study: Any, *, evaluator: Any = None, **params: Any) -> str:
         """The study's parent run (created once; workers and resumed studies reuse it), named
-        ``"<strategy> s<seed>"``; with ``metric`` (a `BenchmarkMetric`) the runs are tagged with
+        ``"<strategy> s<seed>"``; with an ``evaluator`` (an `Evaluator`) the runs are tagged with
         the benchmark, data hash, split sizes, version and commit, and the splits are logged as
         dataset inputs (`run_context`)."""
         from memarch.optimizers.tracking.run_context import parent_run_name, run_tags, split_datasets
         from memarch.optimizers.search.study import study_objectives
+        from memarch.pipeline.deprecation import renamed_keywords
 
+        params = renamed_keywords(params, {"metric": "evaluator"}, where="Tracker.start()")
+        evaluator = params.pop("evaluator", evaluator)
         self.objectives = study_objectives(study)
-        self.tags = run_tags(metric, strategy=params.get("strategy"), seed=params.get("seed"))
-        inputs = split_datasets(metric) if metric is not None else []
+        self.tags = run_tags(evaluator, strategy=params.get("strategy"), seed=params.get("seed"))
+        inputs = split_datasets(evaluator) if evaluator is not None else []
         self._trial_inputs = [d for d in inputs if d.tags[0].value == "search"]
         run_id = study.user_attrs.get(PARENT_ATTR)
         if run_id is None:

@@ -17,14 +17,14 @@ sys.path.insert(0, str(Path(__file__).parents[2]))
 from search_helpers import SyntheticMetric, fake_registry  # noqa: E402
 
 from memarch.optimizers.compile import MemarchOptimizer  # noqa: E402
-from memarch.optimizers.guided.archive import (NO_MEMORY_ATTR, ROUND_PREFIX, Archive,  # noqa: E402
+from memarch.optimizers.samplers.guided.archive import (NO_MEMORY_ATTR, ROUND_PREFIX, Archive,  # noqa: E402
                                                parent_probabilities, sample_parents)
-from memarch.optimizers.guided.archive_sampler import ArchiveSampler  # noqa: E402
-from memarch.optimizers.guided.edits import describe  # noqa: E402
+from memarch.optimizers.samplers.guided.archive_sampler import ArchiveSampler  # noqa: E402
+from memarch.optimizers.samplers.guided.edits import describe  # noqa: E402
 from memarch.optimizers.search.history import History, TrialRecord  # noqa: E402
 from memarch.optimizers.search.runner import Search  # noqa: E402
 from memarch.optimizers.search.param_space import ParamSpace  # noqa: E402
-from memarch.optimizers.strategies import make_sampler  # noqa: E402
+from memarch.optimizers.samplers.strategies import make_sampler  # noqa: E402
 from memarch.optimizers.search.study import make_storage, open_study  # noqa: E402
 from memarch.pipeline.architecture import Architecture  # noqa: E402
 from memarch.pipeline.space import ArchitectureSpace  # noqa: E402

@@ -113,7 +113,7 @@ def test_trials_without_recorded_outcomes_are_warned_once_and_minimising_is_refu
 
     sampler = memarch.GuidedSampler(space, seed=0, k=2)
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    with caplog.at_level("WARNING", logger="memarch.optimizers.guided.sampler"):
+    with caplog.at_level("WARNING", logger="memarch.optimizers.samplers.guided.sampler"):
         study.optimize(plain, n_trials=6)
     warned = [r for r in caplog.records if "carry no recorded outcomes" in r.getMessage()]
     assert len(warned) == 1 and "record_result" in warned[0].getMessage()  # once per sampler, not per trial

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memarch.optimizers.guided.numeric import numeric_proposals, pack_move, time_move, top_k_move
+from memarch.optimizers.samplers.guided.numeric import numeric_proposals, pack_move, time_move, top_k_move
 from memarch.optimizers.search.param_space import steps
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.pipeline.architecture import Architecture
@@ -132,7 +132,7 @@ def test_time_move_when_the_failures_asked_about_a_time(full):
 
 
 def test_knobs_whose_moves_changed_nothing_are_not_stepped_again(full):
-    from memarch.optimizers.guided.ledger import INERT, Ledger, LedgerEntry
+    from memarch.optimizers.samplers.guided.ledger import INERT, Ledger, LedgerEntry
 
     ledger = Ledger([LedgerEntry("p", "retrieve.top_k: 4 -> 8", {"parent_trial": 0}, INERT),
                      LedgerEntry("p", "retrieve.pool: 50 -> 100", {"parent_trial": 0}, INERT),

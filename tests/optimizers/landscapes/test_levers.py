@@ -105,7 +105,7 @@ def test_a_replay_searches_the_categorical_choices_and_the_levels(lever_land, st
 
 
 def test_guided_steps_a_lever_of_its_leader(lever_land):
-    from memarch.optimizers.guided.numeric import numeric_proposals
+    from memarch.optimizers.samplers.guided.numeric import numeric_proposals
 
     replay = Replay(lever_land, budget=8)
     ps = replay.param_space()

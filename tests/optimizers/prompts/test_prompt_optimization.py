@@ -12,7 +12,7 @@ from dspy.utils import DummyLM
 from memarch.benchmarks.evaluation.reader import MemoryReader
 from memarch.errors import MemarchError
 from memarch.optimizers.compile import MemarchOptimizer
-from memarch.optimizers.search.metric import BenchmarkMetric
+from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
 from memarch.optimizers.prompts.metric import PromptMetric
 from memarch.optimizers.prompts.student import PromptStudent, StudentRuntime
 from memarch.optimizers.prompts.optimize import NOTHING, check_benchmark, optimize_prompts

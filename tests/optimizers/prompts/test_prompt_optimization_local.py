@@ -18,7 +18,7 @@ def test_bootstrap_with_the_local_lm_reader(hash_resources, tmp_path):
     from memarch.benchmarks import get_benchmark
     from memarch.benchmarks.evaluation.reader import MemoryReader
     from memarch.lm import local_lm
-    from memarch.optimizers.search.metric import BenchmarkMetric
+    from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
     from memarch.optimizers.prompts.optimize import optimize_prompts
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.program import MemoryProgram

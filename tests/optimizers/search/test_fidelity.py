@@ -11,20 +11,19 @@ from optuna.trial import TrialState
 from memarch.benchmarks import get_benchmark
 from memarch.benchmarks.evaluation.evaluate import evaluate
 from memarch.errors import MemarchError
-from memarch.optimizers.guided.ledger import REFUTED, Ledger
+from memarch.optimizers.samplers.guided.ledger import REFUTED, Ledger
 from memarch.optimizers.landscapes import replay as replay_mod
 from memarch.optimizers.landscapes.build import build, plan_build
 from memarch.optimizers.landscapes.replay import Replay
 from memarch.optimizers.landscapes.table import LandscapeMetric
-from memarch.optimizers.search.fidelity import (FIDELITY_ATTR, PRUNERS, fidelity_of, instance_of, make_pruner,
-                                                staged, supports_instances)
-from memarch.optimizers.search.history import RESULT_ATTR, History
-from memarch.optimizers.search.metric import BenchmarkMetric, CachedMetric
+from memarch.optimizers.pruners import PRUNERS, instance_of, make_pruner, staged
+from memarch.optimizers.search.history import FIDELITY_ATTR, RESULT_ATTR, History, fidelity_of
+from memarch.optimizers.evaluators.benchmark import BenchmarkMetric, CachedMetric
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.optimizers.search.runner import Search
 from memarch.optimizers.search.study import make_storage, open_study
 from memarch.optimizers.search.trial_function import distinct_taken
-from memarch.optimizers.strategies import make_sampler
+from memarch.optimizers.samplers.strategies import make_sampler
 from memarch.optimizers.landscapes.replay import LandscapeSubspace
 from memarch.optimizers.landscapes.snap import Snap
 from memarch.pipeline.architecture import Architecture

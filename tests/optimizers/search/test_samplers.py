@@ -15,11 +15,11 @@ from search_helpers import SyntheticMetric, fake_registry  # noqa: E402
 
 from memarch.cli import main  # noqa: E402
 from memarch.errors import MemarchError  # noqa: E402
-from memarch.optimizers.search.gp_sampler import GPBaseline  # noqa: E402
+from memarch.optimizers.samplers.gp import GPBaseline  # noqa: E402
 from memarch.optimizers.landscapes.replay import Replay, parse_strategy  # noqa: E402
 from memarch.optimizers.search.runner import Search  # noqa: E402
 from memarch.optimizers.search.param_space import ParamSpace  # noqa: E402
-from memarch.optimizers.strategies import STRATEGIES, UNSUPPORTED, make_sampler  # noqa: E402
+from memarch.optimizers.samplers.strategies import STRATEGIES, UNSUPPORTED, make_sampler  # noqa: E402
 from memarch.optimizers.search.study import make_storage, open_study  # noqa: E402
 from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
 
@@ -129,7 +129,7 @@ def test_cli_refuses_cmaes_in_one_line(land, capsys, tmp_path):
 
 
 def test_compare_puts_the_baselines_in_its_table_and_curves(space, tmp_path):
-    from memarch.optimizers.comparison import compare
+    from memarch.optimizers.comparison.compare import compare
 
     cmp = compare(SyntheticMetric(n_queries=20), space, ["tpe-multivariate", "qmc"], seeds=2, budget=6)
     lines = cmp.table().splitlines()

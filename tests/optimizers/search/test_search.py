@@ -16,15 +16,15 @@ from search_helpers import SyntheticMetric, fake_registry  # noqa: E402
 
 from memarch.optimizers.comparison import compare, trials_to_target  # noqa: E402
 from memarch.optimizers.compile import MemarchOptimizer  # noqa: E402
-from memarch.optimizers.guided.champion import select_champion  # noqa: E402
-from memarch.optimizers.guided.ledger import REFUTED, Ledger  # noqa: E402
-from memarch.optimizers.guided.planner import RoundPlanner  # noqa: E402
-from memarch.optimizers.guided.sampler import GuidedSampler  # noqa: E402
+from memarch.optimizers.search.champion import select_champion  # noqa: E402
+from memarch.optimizers.samplers.guided.ledger import REFUTED, Ledger  # noqa: E402
+from memarch.optimizers.samplers.guided.planner import RoundPlanner  # noqa: E402
+from memarch.optimizers.samplers.guided.sampler import GuidedSampler  # noqa: E402
 from memarch.optimizers.search.history import History, TrialRecord  # noqa: E402
 from memarch.pipeline.presets import get_preset, presets_for  # noqa: E402
 from memarch.optimizers.search.runner import Search  # noqa: E402
 from memarch.optimizers.search.param_space import ParamSpace  # noqa: E402
-from memarch.optimizers.strategies import make_sampler  # noqa: E402
+from memarch.optimizers.samplers.strategies import make_sampler  # noqa: E402
 from memarch.optimizers.search.study import make_storage, open_study  # noqa: E402
 from memarch.pipeline.architecture import Architecture  # noqa: E402
 from memarch.pipeline.program import MemoryProgram  # noqa: E402
@@ -248,7 +248,7 @@ def test_bruteforce_enumerates_the_valid_space_once(space):
 
 
 def test_edits_that_change_no_outcome_are_inert_dead_ends(space):
-    from memarch.optimizers.guided.ledger import INERT
+    from memarch.optimizers.samplers.guided.ledger import INERT
     from memarch.pipeline.trial import QueryOutcome, TrialResult
 
     def rec(n, arch, scores, edit="", parent=""):
@@ -271,8 +271,8 @@ def test_edits_that_change_no_outcome_are_inert_dead_ends(space):
 
 
 def test_multi_module_edits_name_every_module_and_skip_inert_ones(space):
-    from memarch.optimizers.guided.edits import Edit
-    from memarch.optimizers.guided.proposer import AttributionProposer
+    from memarch.optimizers.samplers.guided.edits import Edit
+    from memarch.optimizers.samplers.guided.proposer import AttributionProposer
 
     base = Architecture(("tip",), "json", "hybrid", "lightweight")
     e = Edit("retrieve", "hybrid", "graph", base, 1.0, extra="store: json -> graph")
@@ -372,7 +372,7 @@ def test_a_dropped_proposal_is_in_the_end_of_run_counts_and_warned(space, caplog
              "edit": "", "rationale": "again"}
     lm = dspy.utils.DummyLM([{"gradient": grad}, {"proposals": [again]}] * 3, adapter=dspy.JSONAdapter())
     opt = MemarchOptimizer(SyntheticMetric(n_queries=20), strategy="guided", budget=5, meta_lm=lm, warm_start=warm)
-    with caplog.at_level(logging.WARNING, logger="memarch.optimizers.compile"):
+    with caplog.at_level(logging.WARNING, logger="memarch.optimizers.compile.report"):
         opt.compile(space)
     counts = opt.report.counts
     assert counts["dropped_proposals"] >= 1 and counts["proposer_lm_fallbacks"] == 0

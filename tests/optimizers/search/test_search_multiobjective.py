@@ -19,7 +19,7 @@ from memarch.optimizers.comparison import compare  # noqa: E402
 from memarch.optimizers.compile import MemarchOptimizer  # noqa: E402
 from memarch.optimizers.search.runner import Search  # noqa: E402
 from memarch.optimizers.search.param_space import ParamSpace  # noqa: E402
-from memarch.optimizers.strategies import make_sampler  # noqa: E402
+from memarch.optimizers.samplers.strategies import make_sampler  # noqa: E402
 from memarch.optimizers.search.study import make_storage, open_study  # noqa: E402
 from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
 

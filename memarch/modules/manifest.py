@@ -19,18 +19,17 @@ import hashlib
 import json
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Iterable
 
 from memarch.errors import MemarchError
-from memarch.pipeline.registry import REGISTRY, ROLES, ModuleSpec, ensure_modules_loaded
+from memarch.pipeline.registry import REGISTRY, ROLES, ModuleSpec
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "memarch.registry-manifest/1"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-BUILTIN_PACKAGE = "memarch.modules"
+BUILTIN_PACKAGE = "memarch.modules"  # this package
 # What a declaration can depend on: the modules and the layers below them, which are all they may
 # import (the import-linter contract in pyproject.toml); an edit elsewhere (optimizers, cli) keeps
 # the manifest. ``__init__.py`` is the package's own, imported before any of them.
@@ -88,7 +87,7 @@ def read_manifest(path: str | os.PathLike, key: str) -> list[ModuleSpec] | None:
 
 def builtin_specs() -> list[ModuleSpec]:
     """The live specs of the built-in modules, role by role in menu order (importing them first)."""
-    ensure_modules_loaded()
+    REGISTRY.load()
     return [s for role in ROLES for s in REGISTRY.specs(role)
             if s.source.split(":")[0].startswith(BUILTIN_PACKAGE + ".")]
 
@@ -97,20 +96,20 @@ def declare_builtin_modules(cache_dir: str | os.PathLike | None = None) -> bool:
     """Give the registry the built-in modules' declarations: from a current manifest (True), else by
     importing the modules and writing the manifest for the next command (False). Nothing changes
     when the modules are imported already."""
-    if BUILTIN_PACKAGE in sys.modules or REGISTRY.declared:
+    if REGISTRY.loaded or REGISTRY.declared:
         return REGISTRY.declared
     path = manifest_path(cache_dir)
     try:
         key = source_key()
     except OSError as exc:  # a file removed while listing: import instead
         logger.debug("cannot list the package's files (%s); importing the modules", exc)
-        ensure_modules_loaded()
+        REGISTRY.load()
         return False
     specs = read_manifest(path, key)
     if specs is not None:
         REGISTRY.declare(specs)
         return True
-    ensure_modules_loaded()
+    REGISTRY.load()
     try:
         if source_key() == key:  # not edited while the modules were imported
             write_manifest(path, key, builtin_specs())

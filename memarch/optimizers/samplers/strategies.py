@@ -49,7 +49,7 @@ def _gp(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.Base
     # GP-BO: categorical parameters get a Hamming-distance kernel term, several objectives use
     # EHVI. Its search space is the intersection over trials, so the conditional knobs of --space
     # full come from its random fallback (the warning per draw is off; docs/search.md says so).
-    from memarch.optimizers.search.gp_sampler import GPBaseline
+    from memarch.optimizers.samplers.gp import GPBaseline
 
     return GPBaseline(seed=seed, warn_independent_sampling=False)
 
@@ -63,14 +63,14 @@ def _qmc(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.Bas
 
 
 def _bruteforce(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
-    from memarch.optimizers.search.bruteforce import BruteForceSampler
+    from memarch.optimizers.samplers.bruteforce import BruteForceSampler
 
     return BruteForceSampler(space, seed=seed)
 
 
 def _guided(space: "ParamSpace", seed: int | None, *, k: int = 3, lm: Any = None, meta_lm: Any = None,
             **_: Any) -> optuna.samplers.BaseSampler:
-    from memarch.optimizers.guided.sampler import GuidedSampler
+    from memarch.optimizers.samplers.guided.sampler import GuidedSampler
 
     return GuidedSampler(space, k=k, seed=seed, meta_lm=meta_lm if meta_lm is not None else lm)
 
@@ -78,7 +78,7 @@ def _guided(space: "ParamSpace", seed: int | None, *, k: int = 3, lm: Any = None
 def _archive(space: "ParamSpace", seed: int | None, *, k: int = 3, lm: Any = None, meta_lm: Any = None,
              no_memory: Any = None, **_: Any) -> optuna.samplers.BaseSampler:
     # ALMA's archive; no_memory: the no-memory objective (a number or a callable; see ArchiveSampler).
-    from memarch.optimizers.guided.archive_sampler import ArchiveSampler
+    from memarch.optimizers.samplers.guided.archive_sampler import ArchiveSampler
 
     return ArchiveSampler(space, k=k, seed=seed, meta_lm=meta_lm if meta_lm is not None else lm, no_memory=no_memory)
 

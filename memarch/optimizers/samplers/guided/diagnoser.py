@@ -8,7 +8,7 @@ from typing import Any
 import dspy
 
 from memarch.benchmarks.evaluation.diagnosis import Diagnosis
-from memarch.optimizers.guided.gradient import TextualGradient, rule_gradient
+from memarch.optimizers.samplers.guided.gradient import TextualGradient, rule_gradient
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ class Diagnoser(dspy.Module):
 
     def __init__(self, lm: Any = None):
         super().__init__()
-        from memarch.optimizers.guided.signatures import DiagnoseFailures
+        from memarch.optimizers.samplers.guided.signatures import DiagnoseFailures
 
         self.lm = lm
         self.predict = dspy.Predict(DiagnoseFailures)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from memarch.optimizers.guided.champion import ALPHA, sign_test
+from memarch.optimizers.search.champion import ALPHA, sign_test
 from memarch.optimizers.search.history import History
 
 ACTIVE, PENDING, REFUTED, INERT = "active", "pending", "refuted", "inert"

@@ -14,8 +14,8 @@ from optuna.trial import TrialState
 
 from memarch.errors import MemarchError
 from memarch.optimizers.search import optuna_internals
-from memarch.optimizers.guided.champion import ALPHA
-from memarch.optimizers.guided.planner import RoundPlanner
+from memarch.optimizers.search.champion import ALPHA
+from memarch.optimizers.samplers.guided.planner import RoundPlanner
 from memarch.optimizers.search.history import PROPOSAL_PREFIX, History, HistoryCache
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.optimizers.search.study import study_objectives

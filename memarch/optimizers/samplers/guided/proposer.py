@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
 from memarch.benchmarks.evaluation.diagnosis import Diagnosis
-from memarch.optimizers.guided.edits import Edit, candidate_edits, describe, with_choice
-from memarch.optimizers.guided.gradient import TextualGradient
-from memarch.optimizers.guided.ledger import Ledger
-from memarch.optimizers.guided.observations import Observations
+from memarch.optimizers.samplers.guided.edits import Edit, candidate_edits, describe, with_choice
+from memarch.optimizers.samplers.guided.gradient import TextualGradient
+from memarch.optimizers.samplers.guided.ledger import Ledger
+from memarch.optimizers.samplers.guided.observations import Observations
 from memarch.optimizers.search.history import History, TrialRecord
 from memarch.optimizers.search.proposal import Proposal
 from memarch.pipeline.architecture import Architecture

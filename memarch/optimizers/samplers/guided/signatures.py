@@ -5,7 +5,7 @@ from __future__ import annotations
 import dspy
 from pydantic import BaseModel, Field
 
-from memarch.optimizers.guided.gradient import TextualGradient
+from memarch.optimizers.samplers.guided.gradient import TextualGradient
 
 
 class ProposedArchitecture(BaseModel):

@@ -18,49 +18,14 @@ Example::
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable
+from typing import Callable
 
 import optuna
 
-from memarch.errors import MemarchError
+from memarch.optimizers.pruners.names import check_pruner
 from memarch.pipeline.trial import MODULES, QueryOutcome, TrialResult
 
-PRUNERS = ("none", "median", "sha", "hyperband", "wilcoxon")
-FIDELITY_ATTR = "fidelity"  # share of the split's instances a trial evaluated (a pruned trial's < 1)
-
 OnInstance = Callable[[int, int, list[float]], bool]  # (instances done, total, scores of the last) -> stop?
-
-
-def check_pruner(name: str | None) -> str:
-    name = (name or "none").lower()
-    if name not in PRUNERS:
-        raise MemarchError(f"unknown pruner {name!r}; expected one of {', '.join(PRUNERS)}")
-    return name
-
-
-def make_pruner(name: str | None, instances: int | None = None) -> optuna.pruners.BasePruner:
-    """The Optuna pruner for ``name`` (`PRUNERS`); ``instances``: how many a full evaluation has
-    (Hyperband's maximum resource; ``auto`` when unknown)."""
-    name = check_pruner(name)
-    if name == "none":
-        return optuna.pruners.NopPruner()
-    if name == "median":  # below the median of earlier trials at the same step, once 5 trials finished
-        return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)
-    if name == "sha":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
-    if name == "hyperband":
-        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=instances or "auto", reduction_factor=3)
-    import warnings
-
-    with warnings.catch_warnings():  # experimental in Optuna: said in the docs, not on every study
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
-
-
-def supports_instances(metric: Any) -> bool:
-    """Whether ``metric(arch, data, on_instance=...)`` scores instance by instance."""
-    check = getattr(metric, "supports_instances", None)
-    return bool(check()) if callable(check) else False
 
 
 class InstanceReporter:
@@ -133,20 +98,3 @@ def partial_result(result: TrialResult, outcomes: list[QueryOutcome], done: int,
                        per_category={c: sum(v) / len(v) for c, v in sorted(by_cat.items())},
                        cost={}, outcomes=list(outcomes), attribution={m: lost.get(m, 0) for m in MODULES},
                        metadata=meta)
-
-
-def fidelity_of(trial: Any) -> float:
-    """What a finished trial cost in full evaluations: 1 for a complete evaluation, the share of
-    instances seen for a pruned one, 0 for anything that evaluated nothing (invalid, repeat, failed)."""
-    from optuna.trial import TrialState
-
-    from memarch.optimizers.search.history import REPEAT_ATTR, RESULT_ATTR
-
-    attrs = trial.user_attrs
-    if REPEAT_ATTR in attrs or RESULT_ATTR not in attrs:
-        return 0.0
-    if trial.state == TrialState.COMPLETE:
-        return float(attrs.get(FIDELITY_ATTR, 1.0))
-    if trial.state == TrialState.PRUNED and FIDELITY_ATTR in attrs:
-        return float(attrs[FIDELITY_ATTR])
-    return 0.0

@@ -8,8 +8,8 @@ from typing import Any
 
 import dspy
 
-from memarch.optimizers.guided.edits import describe
-from memarch.optimizers.guided.proposer import AttributionProposer, ProposalContext
+from memarch.optimizers.samplers.guided.edits import describe
+from memarch.optimizers.samplers.guided.proposer import AttributionProposer, ProposalContext
 from memarch.optimizers.search.proposal import Proposal
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import RULES
@@ -23,7 +23,7 @@ class LMProposer(dspy.Module):
 
     def __init__(self, lm: Any):
         super().__init__()
-        from memarch.optimizers.guided.signatures import ProposeArchitectures
+        from memarch.optimizers.samplers.guided.signatures import ProposeArchitectures
 
         self.lm = lm
         self.predict = dspy.Predict(ProposeArchitectures)

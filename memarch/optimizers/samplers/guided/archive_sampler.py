@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from memarch.optimizers.search import optuna_internals
-from memarch.optimizers.guided.archive import (NO_MEMORY_ATTR, TEMPERATURE, Archive, record_round,
+from memarch.optimizers.samplers.guided.archive import (NO_MEMORY_ATTR, TEMPERATURE, Archive, record_round,
                                                sample_parents, set_no_memory)
-from memarch.optimizers.guided.edits import describe
+from memarch.optimizers.samplers.guided.edits import describe
 from memarch.optimizers.search.pareto import pareto_front
-from memarch.optimizers.guided.sampler import GuidedSampler
+from memarch.optimizers.samplers.guided.sampler import GuidedSampler
 from memarch.optimizers.search.proposal import Proposal
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class ArchiveSampler(GuidedSampler):
     Example::
 
         import optuna
-        from memarch.optimizers.guided.archive_sampler import ArchiveSampler
+        from memarch.optimizers.samplers.guided.archive_sampler import ArchiveSampler
 
         sampler = ArchiveSampler(space, k=3, seed=0, no_memory=0.0)
         study = optuna.create_study(direction="maximize", sampler=sampler)

@@ -10,15 +10,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from memarch.optimizers.compile import CompileReport, MemarchOptimizer
-from memarch.pipeline.presets import NO_MEMORY, presets_for
+from memarch.optimizers.compile import CompileReport, MemarchOptimizer, SearchSettings
+from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
 from memarch.optimizers.search.runner import Metric
+from memarch.pipeline.deprecation import deprecated_attribute
+from memarch.pipeline.presets import NO_MEMORY, presets_for
 from memarch.pipeline.space import ArchitectureSpace
 
 if TYPE_CHECKING:
-    from memarch.optimizers.fronts import FrontSummary
+    from memarch.optimizers.comparison.fronts import FrontSummary
 
 logger = logging.getLogger(__name__)
+
+# The settings of compare when none are given: smaller runs than the defaults of one compile.
+COMPARE_DEFAULTS = {"budget": 20, "finalists": 2}
 
 
 def trials_to_target(curve: list[float], target: float) -> int | None:
@@ -41,15 +46,17 @@ class Comparison:
     runs: dict[str, list[CompileReport]] = field(default_factory=dict)
     baselines: dict[str, float] = field(default_factory=dict)  # preset name / no-memory -> test score
     failed_baselines: dict[str, str] = field(default_factory=dict)  # preset name -> error
-    objective: str = ""
+    metric: str = ""  # the metric's name (answer_span, task_score, ...)
     warm_start: str = "presets"
     objectives: tuple[str, ...] = ("quality",)
+
+    objective = deprecated_attribute("objective", "metric", "Comparison")
 
     def fronts(self) -> "FrontSummary | None":
         """Each strategy's search fronts and hypervolumes (None with one objective)."""
         if len(self.objectives) < 2:
             return None
-        from memarch.optimizers.fronts import FrontSummary
+        from memarch.optimizers.comparison.fronts import FrontSummary
 
         return FrontSummary.of(self.runs, self.objectives)
 
@@ -95,7 +102,7 @@ class Comparison:
         w = max([11] + [len(r["strategy"]) + 1 for r in self.rows()])  # tpe-multivariate fits
         head = (f"{'strategy':<{w}}{'seeds':>6}{'best search':>13}{'trials to target':>18}{'reached':>9}"
                 f"{'validation':>12}{'test (median [min-max])':>28}{'tokens':>10}")
-        lines = [f"objective: {self.objective or '?'}; budget {self.budget} distinct architectures per run "
+        lines = [f"metric: {self.metric or '?'}; budget {self.budget} distinct architectures per run "
                  f"(warm start: {self.warm_start}, the same round 0 for every strategy of a seed); "
                  f"target = {self.target:.4f} (search objective); trials to target: median, budget+1 when "
                  f"not reached; picks chosen on validation", head, "-" * len(head)]
@@ -149,66 +156,77 @@ class Comparison:
         """The search Pareto fronts of every run (None with one objective)."""
         if len(self.objectives) < 2:
             return None
-        from memarch.optimizers.fronts import plot_fronts
+        from memarch.optimizers.comparison.fronts import plot_fronts
 
         return plot_fronts(self.runs, self.objectives, path)
 
 
-def compare(metric: Metric, space: ArchitectureSpace | str, strategies: list[str], *, seeds: int = 3,
-            budget: int = 20, target: float | None = None, lm: Any = None, meta_lm: Any = None,
-            storage: str | None = None, resume: bool = False, tracker_factory: Callable[[], Any] | None = None,
-            baselines: bool = True, finalists: int = 2, study_prefix: str = "compare",
-            on_trial: Callable | None = None, trainset: Any = "search", valset: Any = "validation",
-            testset: Any = "test", warm_start: Any = "presets", k: int = 3,
-            objectives: tuple[str, ...] | str = ("quality",), select: str = "quality",
-            space_mode: str = "categorical", first_seed: int = 0, pruner: str = "none") -> Comparison:
+def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strategies: list[str], *,
+            seeds: int = 3, settings: SearchSettings | None = None, target: float | None = None, lm: Any = None,
+            meta_lm: Any = None, tracker_factory: Callable[[], Any] | None = None, baselines: bool = True,
+            study_prefix: str = "compare", on_trial: Callable | None = None, trainset: Any = "search",
+            valset: Any = "validation", testset: Any = "test", first_seed: int = 0,
+            **setting_changes: Any) -> Comparison:
     """Run every strategy with every seed (``first_seed`` .. ``first_seed + seeds - 1``) at the same
-    budget and warm start; ``target`` defaults to
-    99% of the best search objective any run found. With several ``objectives`` every study is
-    multi-objective and the comparison adds each strategy's fronts and hypervolumes (`fronts`).
-    ``space_mode``: ``categorical`` or ``full``; ``pruner``: ``none`` or a `fidelity.PRUNERS` name
-    (``budget`` then counts full evaluations)."""
-    from memarch.optimizers.search.objectives import parse_objectives
+    budget and warm start; ``target`` defaults to 99% of the best search score any run found.
 
-    objectives = parse_objectives(objectives)
+    Example::
+
+        cmp = compare(BenchmarkEvaluator("generated"), "conversation", ["guided", "random", "tpe"],
+                      seeds=3, budget=20)
+
+    ``settings`` (`SearchSettings`; default: a budget of 20 and 2 finalists) are every run's, with
+    the strategy, seed and study name of each run set here; ``setting_changes`` change it by name
+    (``budget=``, ``objectives=``, ``space_mode=``, ``pruner=``, ``warm_start=``, ``k=``, ...). With
+    several objectives every study is multi-objective and the comparison adds each strategy's
+    fronts and hypervolumes (`fronts`)."""
+    settings = SearchSettings.of(settings, **{**(COMPARE_DEFAULTS if settings is None else {}), **setting_changes})
+    evaluator = as_evaluator(evaluator)
     if isinstance(space, str):
         space = ArchitectureSpace(space, lm_available=lm is not None)
     names = {(strat, seed): f"{study_prefix}-{space.family}-{strat}-s{seed}" for strat in strategies
              for seed in range(first_seed, first_seed + seeds)}
-    if storage and not resume:  # refuse before any run, not after the strategies before the clash ran
-        import optuna
-
-        from memarch.errors import MemarchError
-        from memarch.optimizers.search.study import make_storage
-
-        existing = set(optuna.study.get_all_study_names(make_storage(storage)))
-        clash = [n for n in names.values() if n in existing]
-        if clash:
-            raise MemarchError(f"study {clash[0]!r} already exists ({len(clash)} of this compare's "
-                               f"{len(names)} do); pass --resume to continue them or use another --study-name")
+    if settings.storage and not settings.resume:
+        _refuse_existing(settings.storage, names)
     runs: dict[str, list[CompileReport]] = {}
     for strat in strategies:
         for seed in range(first_seed, first_seed + seeds):
-            opt = MemarchOptimizer(metric, strategy=strat, budget=budget, lm=lm, meta_lm=meta_lm, seed=seed,
-                                   storage=storage, resume=resume, finalists=finalists, warm_start=warm_start, k=k,
-                                   space_mode=space_mode,
-                                   study_name=names[(strat, seed)],
-                                   tracker=tracker_factory() if tracker_factory else None, on_trial=on_trial,
-                                   objectives=objectives, select=select, pruner=pruner)
+            opt = MemarchOptimizer(evaluator, settings.replace(strategy=strat, seed=seed, study_name=names[(strat, seed)]),
+                                   lm=lm, meta_lm=meta_lm, on_trial=on_trial,
+                                   tracker=tracker_factory() if tracker_factory else None)
             opt.compile(space, trainset=trainset, valset=valset, testset=testset)
             runs.setdefault(strat, []).append(opt.report)
             logger.info("%s seed %d: pick %s test %s", strat, seed, opt.report.architecture.key(), opt.report.test_score)
     best = max(r.curve[-1] for reports in runs.values() for r in reports)
-    objective = next((r.objective for reports in runs.values() for r in reports if r.objective), "")
-    cmp = Comparison(budget=budget, target=target if target is not None else 0.99 * best, runs=runs,
-                     objective=objective, warm_start=warm_start if isinstance(warm_start, str) else "custom",
-                     objectives=objectives)
+    metric = next((r.metric for reports in runs.values() for r in reports if r.metric), "")
+    cmp = Comparison(budget=settings.budget, target=target if target is not None else 0.99 * best, runs=runs,
+                     metric=metric, warm_start=settings.warm_start if isinstance(settings.warm_start, str) else "custom",
+                     objectives=settings.objectives)
     if baselines:
-        for name, arch in [*presets_for(space).items(), (NO_MEMORY, None)]:
-            res = metric(arch, testset)
-            if res.failed:
-                cmp.failed_baselines[name] = str(res.error)[:300]
-                logger.warning("baseline %s failed on %s: %s", name, testset, res.error)
-            else:
-                cmp.baselines[name] = res.objective
+        _score_baselines(cmp, evaluator, space, testset)
     return cmp
+
+
+def _refuse_existing(storage: str, names: dict[tuple[str, int], str]) -> None:
+    """Refuse before any run, not after the strategies before a clash ran."""
+    import optuna
+
+    from memarch.errors import MemarchError
+    from memarch.optimizers.search.study import make_storage
+
+    existing = set(optuna.study.get_all_study_names(make_storage(storage)))
+    clash = [n for n in names.values() if n in existing]
+    if clash:
+        raise MemarchError(f"study {clash[0]!r} already exists ({len(clash)} of this compare's "
+                           f"{len(names)} do); pass --resume to continue them or use another --study-name")
+
+
+def _score_baselines(cmp: Comparison, evaluator: Evaluator, space: ArchitectureSpace, testset: Any) -> None:
+    """The presets and the no-memory agent on the test split; a failed one is shown, not scored."""
+    for name, arch in [*presets_for(space).items(), (NO_MEMORY, None)]:
+        res = evaluator(arch, testset)
+        if res.failed:
+            cmp.failed_baselines[name] = str(res.error)[:300]
+            logger.warning("baseline %s failed on %s: %s", name, testset, res.error)
+        else:
+            cmp.baselines[name] = res.objective

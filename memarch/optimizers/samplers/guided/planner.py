@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memarch.benchmarks.evaluation.diagnosis import Diagnosis, diagnose
-from memarch.optimizers.guided.champion import ALPHA, select_champion
-from memarch.optimizers.guided.diagnoser import Diagnoser
-from memarch.optimizers.guided.edits import candidate_edits
-from memarch.optimizers.guided.ledger import Ledger
-from memarch.optimizers.guided.observations import Observations
+from memarch.optimizers.search.champion import ALPHA, select_champion
+from memarch.optimizers.samplers.guided.diagnoser import Diagnoser
+from memarch.optimizers.samplers.guided.edits import candidate_edits
+from memarch.optimizers.samplers.guided.ledger import Ledger
+from memarch.optimizers.samplers.guided.observations import Observations
 from memarch.optimizers.search.pareto import objective_front, pareto_front
-from memarch.optimizers.guided.lm_proposer import LMProposer
-from memarch.optimizers.guided.numeric import numeric_proposals
-from memarch.optimizers.guided.proposer import AttributionProposer, ProposalContext
+from memarch.optimizers.samplers.guided.lm_proposer import LMProposer
+from memarch.optimizers.samplers.guided.numeric import numeric_proposals
+from memarch.optimizers.samplers.guided.proposer import AttributionProposer, ProposalContext
 from memarch.optimizers.search.objectives import SINGLE, values_of
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memarch.optimizers.guided.observations import Observations
+from memarch.optimizers.samplers.guided.observations import Observations
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import ArchitectureSpace
 

@@ -1,0 +1,80 @@
+"""`EvaluationSettings`: how an evaluation reads the memory and scores it — the context budget, items
+per read, the metric, the reader and judge, the success threshold and the program's config —
+in one object that `evaluate`, the evaluators and the CLI pass along instead of a dozen keywords."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from memarch.pipeline.deprecation import renamed_keywords
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
+
+# Keywords of earlier releases (one release of grace, with a warning).
+RENAMED = {"objective": "metric", "budget_tokens": "context_budget"}
+
+
+def default_top_k(context_budget: int | None) -> int:
+    """Items per read when none is given: enough to fill the budget (B / 10, at least 4)."""
+    return max(4, (context_budget or DEFAULT_CONTEXT_BUDGET) // 10)
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """How one evaluation reads and scores.
+
+    Example::
+
+        settings = EvaluationSettings(context_budget=200, metric="evidence_recall")
+        evaluate(arch, bench, split="validation", settings=settings)
+        settings.replace(top_k=8).read_top_k   # 8
+
+    Args:
+        context_budget: words of retrieved context the reader gets (None: unlimited).
+        top_k: items per read; None = enough to fill the budget (`default_top_k`). An
+            architecture that sets the ``retrieve.top_k`` knob reads with that instead.
+        metric: the metric a conversation evaluation's score is (one of
+            `memarch.benchmarks.metrics.registry.METRICS`; None: ``answer_span``, or ``qa_f1``
+            with a reader); agent benchmarks always score their task score.
+        reader: a callable ``(context, question) -> answer`` (e.g. `MemoryReader`): adds
+            ``qa_f1`` and scores unanswerable questions.
+        judge: a callable ``(question, gold, answer) -> bool | None`` (e.g. `AnswerJudge`).
+        success_threshold: a question whose score is below it is a failure (attributed).
+        config: the program's config (e.g. a memory budget), for programs built from an
+            architecture.
+    """
+
+    context_budget: int | None = DEFAULT_CONTEXT_BUDGET
+    top_k: int | None = None
+    metric: str | None = None
+    reader: Any = None
+    judge: Any = None
+    success_threshold: float = 0.5
+    config: dict | None = None
+
+    @classmethod
+    def of(cls, settings: "EvaluationSettings | None" = None, *, where: str = "evaluate()",
+           **changes: Any) -> "EvaluationSettings":
+        """``settings`` (default: the defaults) with ``changes``; an old keyword (``objective``,
+        ``budget_tokens``) warns and means its new name, an unknown one is a `TypeError`."""
+        changes = renamed_keywords(changes, RENAMED, where=where)
+        base = settings if settings is not None else cls()
+        return base.replace(**changes) if changes else base
+
+    def replace(self, **changes: Any) -> "EvaluationSettings":
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise TypeError(f"unknown evaluation setting {unknown[0]!r}; expected one of "
+                            f"{', '.join(f.name for f in dataclasses.fields(self))}")
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def read_top_k(self) -> int:
+        """Items per read: ``top_k``, or enough to fill the context budget."""
+        return self.top_k if self.top_k is not None else default_top_k(self.context_budget)
+
+    def metric_name(self) -> str:
+        """The metric a conversation evaluation scores: ``metric``, else the default for the reader."""
+        from memarch.benchmarks.metrics.registry import default_metric
+
+        return self.metric or default_metric(self.reader)

@@ -1,0 +1,125 @@
+"""`BenchmarkEvaluator`: an `Evaluator` that scores an architecture on a benchmark split through
+`memarch.benchmarks.evaluation.evaluate`, with the settings every trial reads with."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memarch.benchmarks.evaluation.settings import EvaluationSettings
+from memarch.optimizers.evaluators.base import Evaluator
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.deprecation import warn_renamed
+from memarch.pipeline.trial import TrialResult
+
+if TYPE_CHECKING:
+    from memarch.benchmarks.base import Benchmark
+    from memarch.optimizers.pruners.instances import OnInstance
+    from memarch.pipeline.evaluation_record import EvaluationRecord
+
+
+class BenchmarkEvaluator(Evaluator):
+    """Score an architecture (None: the no-memory agent) on a split of a benchmark.
+
+    Example::
+
+        evaluator = BenchmarkEvaluator("generated", resources=Resources())
+        evaluator(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").objective
+
+    Args:
+        benchmark: a `Benchmark` or a name for ``get_benchmark``.
+        resources: embedder, task LM, caches shared by every trial.
+        data_path: dataset path for file-backed benchmarks (locomo, babi).
+        limit: score only the first N questions of each split (fast runs).
+        knobs: benchmark constructor keyword arguments (recorded in a compiled program).
+        settings: how every trial reads and scores (`EvaluationSettings`); ``setting_changes``
+            are changes to it by name (``context_budget=100``, ``metric="evidence_recall"``,
+            ``reader=...``).
+        memory_budget: the `MemoryBudget` behind ``settings.config`` (shown, and recorded).
+    """
+
+    def __init__(self, benchmark: Any = "generated", *, resources: Any = None, data_path: str | None = None,
+                 limit: int | None = None, knobs: dict | None = None, settings: EvaluationSettings | None = None,
+                 memory_budget: Any = None, **setting_changes: Any):
+        from memarch.benchmarks import get_benchmark
+        from memarch.pipeline.resources import Resources
+
+        self._benchmark = get_benchmark(benchmark, data_path, **(knobs or {})) if isinstance(benchmark, str) \
+            else benchmark
+        self.resources = resources or Resources()
+        self._limit = limit
+        self.knobs = dict(knobs or {})
+        self._settings = EvaluationSettings.of(settings, where=type(self).__name__, **setting_changes)
+        self._memory_budget = memory_budget
+
+    @property
+    def benchmark(self) -> "Benchmark":
+        return self._benchmark
+
+    @property
+    def limit(self) -> int | None:
+        return self._limit
+
+    @property
+    def settings(self) -> EvaluationSettings:
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: EvaluationSettings) -> None:
+        self._settings = value
+
+    @property
+    def memory_budget(self) -> Any:
+        return self._memory_budget
+
+    @property
+    def family(self) -> str:
+        from memarch.benchmarks.base import TaskBenchmark
+
+        default = "experience" if isinstance(self._benchmark, TaskBenchmark) else "conversation"
+        return getattr(self._benchmark, "family", default)
+
+    @property
+    def metric(self) -> str:
+        from memarch.benchmarks.base import TaskBenchmark
+
+        return "task_score" if isinstance(self._benchmark, TaskBenchmark) else self._settings.metric_name()
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """Deprecated: the evaluation settings are ``settings`` (an `EvaluationSettings`)."""
+        warn_renamed("kwargs", "settings", f"{type(self).__name__}.kwargs")
+        s = self._settings
+        return {"budget_tokens": s.context_budget, "top_k": s.top_k, "objective": s.metric, "reader": s.reader,
+                "judge": s.judge, "success_threshold": s.success_threshold, "config": s.config}
+
+    def program_settings(self) -> dict[str, Any]:
+        """``{"top_k", "budget_tokens", "config"}`` the trials read with: what a compiled program must carry."""
+        return {"top_k": self._settings.read_top_k, "budget_tokens": self._settings.context_budget,
+                "config": self._settings.config}
+
+    def evaluation_record(self, scores: dict[str, float | None], metric: str) -> "EvaluationRecord":
+        """The `EvaluationRecord` of scores this evaluator reported: benchmark, data, knobs, split."""
+        from pathlib import Path
+
+        from memarch.pipeline.evaluation_record import EvaluationRecord, data_sha256, split_settings
+
+        path = getattr(self._benchmark, "path", None)
+        return EvaluationRecord(
+            benchmark=self._benchmark.name, objective=metric, top_k=self._settings.read_top_k,
+            budget_tokens=self._settings.context_budget,
+            data=str(Path(path).resolve()) if path is not None else None, data_sha256=data_sha256(path),
+            knobs={**getattr(self._benchmark, "knobs", {}), **self.knobs}, split=split_settings(self._benchmark),
+            limit=self._limit, scores=dict(scores))
+
+    def supports_instances(self) -> bool:
+        """Conversation benchmarks score dialogue by dialogue (a pruner can stop a trial between
+        two); agent benchmarks score a collection phase, then tasks, as one."""
+        from memarch.benchmarks.base import TaskBenchmark
+
+        return not isinstance(self._benchmark, TaskBenchmark)
+
+    def __call__(self, architecture: Architecture | None, data: Any = "search", *,
+                 on_instance: "OnInstance | None" = None) -> TrialResult:
+        from memarch.benchmarks.evaluation.evaluate import evaluate
+
+        return evaluate(architecture, self._benchmark, split=str(data), settings=self._settings,
+                        resources=self.resources, limit=self._limit, on_instance=on_instance)
