@@ -67,12 +67,12 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     runs = json.loads(run_compare(args, out).read_text())["runs"]
 
-    from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
+    from memarch.optimizers.evaluators import BenchmarkEvaluator
     from memarch.pipeline.presets import presets_for
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.space import ArchitectureSpace
 
-    metric = BenchmarkMetric("locomo", data_path=str(args.locomo), budget_tokens=200,
+    metric = BenchmarkEvaluator("locomo", data_path=str(args.locomo), budget_tokens=200,
                              knobs={"split_by": "dialogue"}, objective="answer_span")
     cache: dict = {}
 

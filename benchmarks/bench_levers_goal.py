@@ -86,12 +86,12 @@ def main() -> int:
     if args.compile_only:
         return 0
 
-    from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
+    from memarch.optimizers.evaluators import BenchmarkEvaluator
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.presets import presets_for
     from memarch.pipeline.space import ArchitectureSpace
 
-    metric = BenchmarkMetric("locomo", data_path=str(args.locomo), budget_tokens=200,
+    metric = BenchmarkEvaluator("locomo", data_path=str(args.locomo), budget_tokens=200,
                              knobs={"split_by": "dialogue"}, objective="answer_span")
     # Evaluations already made by an earlier run of this report (same code, same data): reused.
     saved = args.out / "evaluations.json"

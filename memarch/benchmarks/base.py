@@ -128,6 +128,8 @@ class Benchmark:
     name: ClassVar[str] = "base"
     protocol: ClassVar[str] = "stream"
     categories: ClassVar[tuple[str, ...]] = ()
+    # Whether the search space includes the opt-in modules (an agent that uses them, e.g. notes).
+    opt_in_modules: ClassVar[bool] = False
 
     def __init__(self, dialogues: list[Dialogue] | None = None, *, seed: int = 0,
                  split_by: str = "auto", fractions: dict[str, float] | None = None,

@@ -200,9 +200,9 @@ def test_an_lm_objective_without_a_reader_is_refused_up_front(hash_resources):
         evaluate(None, "generated", resources=hash_resources, objective="bag")
 
 
-def test_build_metric_passes_the_objective_on(hash_resources):
+def test_build_evaluator_passes_the_objective_on(hash_resources):
     from memarch.cli import build_parser
-    from memarch.cli.compile import build_metric
+    from memarch.cli.compile import build_evaluator
     from memarch.pipeline.architecture import Architecture
 
     argv = ["compare", "--benchmark", "generated", "--knob", "conversations=1", "--knob", "sessions=3",
@@ -210,7 +210,7 @@ def test_build_metric_passes_the_objective_on(hash_resources):
     arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
     for extra, name in (([], "answer_span"), (["--metric", "answer_recall"], "answer_recall"),
                         (["--metric", "evidence_recall"], "evidence_recall")):
-        metric = build_metric(build_parser().parse_args(argv + extra), hash_resources)
+        metric = build_evaluator(build_parser().parse_args(argv + extra), hash_resources)
         assert metric(arch, "search").metadata["objective"] == name
 
 

@@ -9,7 +9,7 @@ import pytest
 from memarch.cli import main
 from memarch.errors import DataError
 from memarch.optimizers.compile import MemarchOptimizer
-from memarch.optimizers.evaluators.benchmark import BenchmarkMetric, CachedMetric
+from memarch.optimizers.evaluators import BenchmarkEvaluator, CachedEvaluator
 from memarch.pipeline.evaluation_record import EvaluationRecord
 from memarch.pipeline.program import MemoryProgram
 
@@ -37,7 +37,7 @@ def test_compiled_program_carries_the_trials_settings_and_record(compiled, hash_
                             "fractions": {"search": 0.5, "validation": 0.25, "test": 0.25}}
     assert set(rec["scores"]) == {"search", "validation", "test"}
     # the trial that produced the reported test score read with exactly these settings
-    metric = BenchmarkMetric("generated", resources=hash_resources, limit=8, budget_tokens=60,
+    metric = BenchmarkEvaluator("generated", resources=hash_resources, limit=8, budget_tokens=60,
                              knobs={"conversations": 1, "sessions": 3})
     program = MemoryProgram.load(compiled)
     trial = metric(program.architecture, "test")
@@ -100,7 +100,7 @@ def test_old_program_files_load_and_a_malformed_record_is_one_line(compiled, tmp
 
 
 def test_optimizer_builds_the_program_with_the_metric_settings(hash_resources):
-    metric = CachedMetric(BenchmarkMetric("generated", resources=hash_resources, limit=6, budget_tokens=90,
+    metric = CachedEvaluator(BenchmarkEvaluator("generated", resources=hash_resources, limit=6, budget_tokens=90,
                                           knobs={"conversations": 1, "sessions": 3}))
     assert metric.program_settings() == {"top_k": 9, "budget_tokens": 90}  # delegated through the cache
     opt = MemarchOptimizer(metric, strategy="random", budget=2, seed=0, resources=hash_resources)

@@ -76,25 +76,21 @@ def test_compile_prints_a_failed_test_evaluation_and_its_count(tmp_path, capsys,
     import memarch.cli.compile as cli_compile
     from memarch.pipeline.trial import TrialResult
 
-    built = cli_compile.build_metric
+    built = cli_compile.build_evaluator
 
-    class FailingTest:  # the benchmark's metric, whose test split fails
-        def __init__(self, inner):
-            self.inner = inner
+    from memarch.optimizers.evaluators import EvaluatorWrapper
 
-        def __getattr__(self, name):
-            return getattr(self.inner, name)
-
-        def __call__(self, arch, data="search"):
+    class FailingTest(EvaluatorWrapper):  # the benchmark's evaluator, whose test split fails
+        def __call__(self, arch, data="search", *, on_instance=None):
             if data == "test":
                 return TrialResult(arch, "generated", "test", 0.0, failed=True, error="RuntimeError: test exploded")
-            return self.inner(arch, data)
+            return self.inner(arch, data, on_instance=on_instance)
 
-    monkeypatch.setattr(cli_compile, "build_metric", lambda args, resources: FailingTest(built(args, resources)))
+    monkeypatch.setattr(cli_compile, "build_evaluator", lambda args, resources: FailingTest(built(args, resources)))
     assert main(["compile", *TINY, "--budget", "2", "--strategies", "random", "--storage", "memory",
                  "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "test FAILED" in out and "test_failed 1" in out  # never "test 0.0000"
+    assert "test FAILED" in out and "1 failed test evaluations of the pick" in out  # never "test 0.0000"
     assert "test evaluation failed: RuntimeError: test exploded" in out
 
 

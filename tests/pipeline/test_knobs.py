@@ -78,9 +78,9 @@ def test_repair_and_edits_keep_the_knobs_of_the_modules_that_stay(conv):
 
 
 def test_a_cached_result_is_never_shared_across_knob_values():
-    from memarch.optimizers.evaluators.benchmark import CachedMetric
+    from memarch.optimizers.evaluators import CachedEvaluator
 
-    metric = CachedMetric(lambda arch, data: TrialResult(arch, "x", data, float(len(arch.params))))
+    metric = CachedEvaluator(lambda arch, data: TrialResult(arch, "x", data, float(len(arch.params))))
     tuned = BASE.replace(params={"retrieve.top_k": 8})
     assert [metric(a, "search").objective for a in (BASE, tuned, BASE, tuned)] == [0.0, 1.0, 0.0, 1.0]
     assert metric.evaluations == 2
@@ -302,9 +302,9 @@ def test_compiled_program_and_its_record_read_with_the_pick_top_k(hash_resources
     from types import SimpleNamespace
 
     from memarch.optimizers.compile import MemarchOptimizer
-    from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
+    from memarch.optimizers.evaluators import BenchmarkEvaluator
 
-    metric = BenchmarkMetric(GeneratedConversations(seed=1, conversations=1), resources=hash_resources)
+    metric = BenchmarkEvaluator(GeneratedConversations(seed=1, conversations=1), resources=hash_resources)
     opt = MemarchOptimizer(metric, strategy="random", budget=1, resources=hash_resources, space_mode="full")
     best = SimpleNamespace(objective=0.5, result=SimpleNamespace(metadata={"objective": "answer_span"}))
     program = opt._program(BASE.replace(params={"retrieve.top_k": 8}), best, 0.4, None)

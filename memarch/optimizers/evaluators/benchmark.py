@@ -92,9 +92,12 @@ class BenchmarkEvaluator(Evaluator):
                 "judge": s.judge, "success_threshold": s.success_threshold, "config": s.config}
 
     def program_settings(self) -> dict[str, Any]:
-        """``{"top_k", "budget_tokens", "config"}`` the trials read with: what a compiled program must carry."""
-        return {"top_k": self._settings.read_top_k, "budget_tokens": self._settings.context_budget,
-                "config": self._settings.config}
+        """``{"top_k", "budget_tokens"}`` the trials read with, and the program ``config`` they were
+        built with when there is one: what a compiled program must carry."""
+        out: dict[str, Any] = {"top_k": self._settings.read_top_k, "budget_tokens": self._settings.context_budget}
+        if self._settings.config is not None:
+            out["config"] = self._settings.config
+        return out
 
     def evaluation_record(self, scores: dict[str, float | None], metric: str) -> "EvaluationRecord":
         """The `EvaluationRecord` of scores this evaluator reported: benchmark, data, knobs, split."""

@@ -16,7 +16,8 @@ import pytest
 
 from memarch.benchmarks import get_benchmark
 from memarch.benchmarks.evaluation.attribution import WriteTrace
-from memarch.optimizers.landscapes.table import Landscape, LandscapeMetric, architecture_of
+from memarch.optimizers.landscapes.evaluator import LandscapeEvaluator
+from memarch.optimizers.landscapes.table import Landscape, architecture_of
 from memarch.optimizers.landscapes.build import build, plan_build
 from memarch.optimizers.landscapes.digest import namespace_digest
 from memarch.cli import main
@@ -182,7 +183,7 @@ def test_save_load_round_trip_and_foreign_files(land, tmp_path):
 
 
 def test_metric_contract_and_lookup_counts(land):
-    metric = LandscapeMetric(land, objective="answer_recall")
+    metric = LandscapeEvaluator(land, metric="answer_recall")
     assert metric.family == "conversation"
     arch = architecture_of(land.keys[1])
     result = metric(arch, "search")

@@ -64,14 +64,14 @@ def test_snap_queues_the_nearest_architecture_not_yet_taken(land):
     assert snap.nearest(params, {a.key() for a in archs}) is None
 
 
-class _Objective:
+class _TrialFunction:
     def __init__(self):
         self.invalid, self.evaluated, self.pruned = [], [], []
 
 
 class _Search:
     def __init__(self):
-        self.objective = _Objective()
+        self.trial_function = _TrialFunction()
 
 
 def test_snap_fires_only_on_a_draw_the_landscape_lacks(land):
@@ -82,10 +82,10 @@ def test_snap_fires_only_on_a_draw_the_landscape_lacks(land):
     params = ss.to_params(landscape_architectures(land)[0])
     trial = study.ask({n: d for n, d in ss.distributions().items()})
     frozen = study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-    snap.search.objective.invalid.append((trial.number, "x", "retriever-store"))  # invalid for another reason
+    snap.search.trial_function.invalid.append((trial.number, "x", "retriever-store"))  # invalid for another reason
     snap(study, frozen)
     assert snap.snapped == 0 and not study.get_trials(states=(optuna.trial.TrialState.WAITING,))
-    snap.search.objective.invalid.append((trial.number, "x", NOT_IN_LANDSCAPE))
+    snap.search.trial_function.invalid.append((trial.number, "x", NOT_IN_LANDSCAPE))
     snap(study, frozen)
     waiting = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
     assert snap.snapped == 1 and len(waiting) == 1 and SNAPPED_ATTR in waiting[0].user_attrs

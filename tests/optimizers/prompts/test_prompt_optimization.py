@@ -12,7 +12,7 @@ from dspy.utils import DummyLM
 from memarch.benchmarks.evaluation.reader import MemoryReader
 from memarch.errors import MemarchError
 from memarch.optimizers.compile import MemarchOptimizer
-from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
+from memarch.optimizers.evaluators import BenchmarkEvaluator
 from memarch.optimizers.prompts.metric import PromptMetric
 from memarch.optimizers.prompts.student import PromptStudent, StudentRuntime
 from memarch.optimizers.prompts.optimize import NOTHING, check_benchmark, optimize_prompts
@@ -55,7 +55,7 @@ def proposer_lm() -> DummyLM:
 def lm_setup(small_generated, hash_resources):
     lm = ReaderLM(small_generated)
     res = Resources(embedder=hash_resources.embedder, lm=lm, cache_dir=hash_resources.cache_dir)
-    metric = BenchmarkMetric(small_generated, resources=res, reader=MemoryReader(res), objective="qa_f1")
+    metric = BenchmarkEvaluator(small_generated, resources=res, reader=MemoryReader(res), objective="qa_f1")
     program = MemoryProgram(ARCH, resources=res, **metric.program_settings())
     return lm, metric, program
 
@@ -129,7 +129,7 @@ def test_feedback_from_real_failures_names_a_module(lm_setup):
 
 
 def test_nothing_to_optimise_without_an_lm_is_said_and_counted(small_generated, hash_resources):
-    metric = BenchmarkMetric(small_generated, resources=hash_resources)
+    metric = BenchmarkEvaluator(small_generated, resources=hash_resources)
     opt = MemarchOptimizer(metric, strategy="random", budget=1, warm_start=[ARCH], prompt_optimizer="gepa",
                            resources=hash_resources)
     opt.compile("conversation")
@@ -163,7 +163,7 @@ def test_flag_validation(capsys):
     from memarch.cli import main
 
     with pytest.raises(MemarchError, match="unknown prompt optimizer 'copro'"):
-        MemarchOptimizer(BenchmarkMetric("generated"), prompt_optimizer="copro")
+        MemarchOptimizer(BenchmarkEvaluator("generated"), prompt_optimizer="copro")
     from memarch.benchmarks.base import TaskBenchmark
 
     with pytest.raises(MemarchError, match="agent benchmark"):

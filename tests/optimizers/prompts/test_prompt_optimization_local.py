@@ -18,7 +18,7 @@ def test_bootstrap_with_the_local_lm_reader(hash_resources, tmp_path):
     from memarch.benchmarks import get_benchmark
     from memarch.benchmarks.evaluation.reader import MemoryReader
     from memarch.lm import local_lm
-    from memarch.optimizers.evaluators.benchmark import BenchmarkMetric
+    from memarch.optimizers.evaluators import BenchmarkEvaluator
     from memarch.optimizers.prompts.optimize import optimize_prompts
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.program import MemoryProgram
@@ -27,7 +27,7 @@ def test_bootstrap_with_the_local_lm_reader(hash_resources, tmp_path):
     bench = get_benchmark("generated", conversations=2, sessions=2, distractors=2)
     with local_lm(threads=1) as lm:
         reading = Resources(embedder=hash_resources.embedder, lm=lm, cache_dir=tmp_path)
-        metric = BenchmarkMetric(bench, resources=hash_resources, limit=2, reader=MemoryReader(reading),
+        metric = BenchmarkEvaluator(bench, resources=hash_resources, limit=2, reader=MemoryReader(reading),
                                  objective="qa_f1")
         program = MemoryProgram(Architecture(("turn",), "vector", "hybrid", "lightweight"),
                                 resources=hash_resources, **metric.program_settings())

@@ -15,10 +15,10 @@ from memarch.optimizers.samplers.guided.ledger import REFUTED, Ledger
 from memarch.optimizers.landscapes import replay as replay_mod
 from memarch.optimizers.landscapes.build import build, plan_build
 from memarch.optimizers.landscapes.replay import Replay
-from memarch.optimizers.landscapes.table import LandscapeMetric
+from memarch.optimizers.landscapes.evaluator import LandscapeEvaluator
 from memarch.optimizers.pruners import PRUNERS, instance_of, make_pruner, staged
 from memarch.optimizers.search.history import FIDELITY_ATTR, RESULT_ATTR, History, fidelity_of
-from memarch.optimizers.evaluators.benchmark import BenchmarkMetric, CachedMetric
+from memarch.optimizers.evaluators import BenchmarkEvaluator, CachedEvaluator, as_evaluator
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.optimizers.search.runner import Search
 from memarch.optimizers.search.study import make_storage, open_study
@@ -70,13 +70,13 @@ def test_live_evaluation_dialogue_by_dialogue_equals_the_whole_and_stops_where_a
     assert [o.query_id for o in cut.outcomes] == [o.query_id for o in whole.outcomes[:len(cut.outcomes)]]
     assert len({instance_of(o.query_id) for o in cut.outcomes}) == 2
     assert cut.objective == pytest.approx(sum(o.score for o in cut.outcomes) / len(cut.outcomes))
-    metric = BenchmarkMetric(bench, resources=hash_res)
-    assert supports_instances(metric) and supports_instances(CachedMetric(metric))
-    assert not supports_instances(lambda a, d: None)
+    metric = BenchmarkEvaluator(bench, resources=hash_res)
+    assert metric.supports_instances() and CachedEvaluator(metric).supports_instances()
+    assert not as_evaluator(lambda a, d: None).supports_instances()
 
 
 def test_a_landscape_lookup_is_handed_out_the_same_way(land):
-    metric = LandscapeMetric(land)
+    metric = LandscapeEvaluator(land)
     whole = metric(MEMP, "search")
     part = metric(MEMP, "search", on_instance=lambda d, n, s: d == 1)
     assert part.metadata["instances"] == {"done": 1, "total": 4}
@@ -91,7 +91,7 @@ def _search(land, pruner, budget, *, storage=None, name="s", strategy="tpe", see
     study = open_study(name, storage or make_storage(None), make_sampler(strategy, space, seed=seed, k=3),
                        space=space.describe(), pruner=make_pruner(pruner, 4), resume=True)
     snap = Snap(land, space, seed=seed)  # strategies draw among the sampled landscape's rows
-    search = Search(LandscapeMetric(land), space, budget=budget, pruner=pruner, stuck_limit=400, callbacks=[snap])
+    search = Search(LandscapeEvaluator(land), space, budget=budget, pruner=pruner, stuck_limit=400, callbacks=[snap])
     snap.search = search
     return study, search, search.run(study)
 

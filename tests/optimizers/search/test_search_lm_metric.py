@@ -6,7 +6,7 @@ import argparse
 import dspy
 from dspy.utils import DummyLM
 
-from memarch.cli.compile import build_metric
+from memarch.cli.compile import build_evaluator
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.embed import Embedder
 from memarch.pipeline.resources import Resources
@@ -18,7 +18,7 @@ def test_metric_uses_the_lm_reader_when_an_lm_is_configured(tmp_path):
                           use_encoder_cache=False)
     args = argparse.Namespace(knob=["conversations=1", "sessions=3"], benchmark="generated", data=None,
                               limit=4, context_budget=200, judge_lm=None)
-    metric = build_metric(args, resources)
+    metric = build_evaluator(args, resources)
     result = metric(Architecture(("turn",), "json", "hybrid", "lightweight"), "search")
     assert not result.failed, result.error
     assert result.metadata["objective"] == "qa_f1" and "qa_f1" in result.scores

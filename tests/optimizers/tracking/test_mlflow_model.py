@@ -179,7 +179,7 @@ def test_dspy_calls_are_traced_into_the_trial_runs(tracker, tmp_path):
     import dspy
     from dspy.utils import DummyLM
 
-    from memarch.cli.compile import build_metric
+    from memarch.cli.compile import build_evaluator
     from memarch.optimizers.compile import MemarchOptimizer
     from memarch.optimizers.tracking.tracker import Tracker
     from memarch.pipeline.embed import Embedder
@@ -191,7 +191,7 @@ def test_dspy_calls_are_traced_into_the_trial_runs(tracker, tmp_path):
     args = argparse.Namespace(knob=["conversations=1", "sessions=3"], benchmark="generated", data=None,
                               limit=3, context_budget=200, judge_lm=None)
     traced = Tracker(tracker.tracking_uri, artifact_root=tmp_path / "artifacts", trace_lm=True)
-    opt = MemarchOptimizer(build_metric(args, resources), strategy="random", budget=2, lm=lm, tracker=traced,
+    opt = MemarchOptimizer(build_evaluator(args, resources), strategy="random", budget=2, lm=lm, tracker=traced,
                            resources=resources, warm_start=[TURNS], finalists=1, log_model=False)
     opt.compile("conversation", testset=None)
     runs = traced.client.search_runs([traced.experiment_id])
