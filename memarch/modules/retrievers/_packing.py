@@ -112,80 +112,142 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int
     """
     split = [split_sentences(scored.item.text) for scored in ranked]
     cands = [(r, j, s) for r, sentences in enumerate(split) for j, s in enumerate(sentences)]
-    q_terms = set(tokenize(query.text))
-    terms = [set(tokenize(s)) for _, _, s in cands]
-    df = Counter(w for ws in terms for w in ws)
-    n = max(len(cands), 1)
-    dense = np.zeros(len(cands))
-    if dense_weight and embedder is not None and cands:
-        vectors = np.asarray(embedder.embed([s for _, _, s in cands]), dtype=float)
-        qv = np.asarray(embedder.embed_one(query.text), dtype=float)
-        norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(qv) or 1.0)
-        dense = vectors @ qv / np.where(norms > 0, norms, 1.0)
-    scores = []
-    for i, ((r, _, _), ws) in enumerate(zip(cands, terms)):
-        lexical = sum(math.log(1 + n / df[w]) for w in ws & q_terms) / (1 + math.log(1 + len(ws)))
-        scores.append(lexical_weight * lexical + rank_weight / (1 + r) + dense_weight * float(dense[i]))
-    leads = [_lead(scored.item.text) for scored in ranked]
-    # compact: the dated lead an item shares with others on one line (None: the item has its own line)
-    shared = [leads[r].strip() if compact and dates_itself(scored.item) else None for r, scored in enumerate(ranked)]
-    chosen: dict[int, list[int]] = {}
-    shown: set[tuple[str, Any]] = set()
-    paid: set[str] = set()  # compact: shared leads already on the context
-    used = skipped = 0
+    scores = _sentence_scores(query, cands, embedder, rank_weight=rank_weight, dense_weight=dense_weight,
+                              lexical_weight=lexical_weight)
+    choice = _SentenceChoice(ranked, budget_tokens, compact)
     for i in sorted(range(len(cands)), key=lambda i: (-scores[i], i)):
-        r, j, sentence = cands[i]
-        item, lead = ranked[r].item, leads[r]
-        if compact:  # a sentence already shown under the same date says nothing new
-            said = (_body(_strip_lead(sentence, lead) if j == 0 else sentence), item.event_time)
-            if said in shown:
-                skipped += 1
-                continue
-        if shared[r] is not None:  # its words without the lead; the lead once per line
-            cost = count_tokens(sentence) - (count_tokens(lead) if j == 0 else 0)
-            cost += count_tokens(lead) if shared[r] not in paid else 0
-        else:
-            cost = count_tokens(sentence)
-            if r not in chosen:  # the first sentence of an item brings its header (and lead, if not itself)
-                cost += count_tokens(item_header(item, compact)) + (count_tokens(lead) if j > 0 else 0)
-            elif 0 not in chosen[r] and j == 0:
-                cost -= count_tokens(lead)  # the lead is now part of the kept first sentence
-        if budget_tokens is not None and used + cost > budget_tokens:
-            continue
-        chosen.setdefault(r, []).append(j)
-        used += cost
-        if compact:
-            shown.add(said)
-        if shared[r] is not None:
-            paid.add(shared[r])
-    items, lines, line_of = [], [], []
-    at_line: dict[str, int] = {}
-    for r in sorted(chosen):
-        scored, kept, sentences = ranked[r], sorted(chosen[r]), split[r]
-        if shared[r] is not None:
-            bodies = [_strip_lead(sentences[j], leads[r]) if j == 0 else sentences[j] for j in kept]
-            if shared[r] in at_line:
-                line_of.append(at_line[shared[r]])
-                lines[line_of[-1]] = " ".join([lines[line_of[-1]], *bodies])
-            else:
-                at_line[shared[r]] = len(lines)
-                line_of.append(len(lines))
-                lines.append(" ".join([shared[r], *bodies]))
-        else:
-            lead = leads[r] if kept[0] > 0 else ""
-            head = item_header(scored.item, compact)
+        choice.offer(*cands[i])
+    items, lines, line_of = _sentence_lines(ranked, split, choice)
+    t = dict(trace or {})
+    t.update({"packer": "sentences", "budget_tokens": budget_tokens, "tokens_used": choice.used,
+              "candidates": len(ranked), "sentences_scored": len(cands),
+              **({"repeats_skipped": choice.skipped, "lines": len(lines)} if compact else {})})
+    return _reorder(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order, line_of)
+
+
+def _sentence_scores(query: Query, cands: list[tuple[int, int, str]], embedder: Any, *, rank_weight: float,
+                     dense_weight: float, lexical_weight: float) -> list[float]:
+    """Each candidate sentence's score: its lexical overlap with the query, its item's rank
+    (``cands`` holds (item rank, sentence index, sentence)) and its dense cosine to the query."""
+    texts = [s for _, _, s in cands]
+    lexical = _lexical_overlaps(query, texts)
+    dense = _dense_cosines(query, texts, embedder) if dense_weight else np.zeros(len(cands))
+    return [lexical_weight * lexical[i] + rank_weight / (1 + r) + dense_weight * float(dense[i])
+            for i, (r, _, _) in enumerate(cands)]
+
+
+def _lexical_overlaps(query: Query, texts: list[str]) -> list[float]:
+    """The idf-weighted overlap of each text's terms with the query's (idf over ``texts``),
+    damped by the text's length."""
+    q_terms = set(tokenize(query.text))
+    terms = [set(tokenize(s)) for s in texts]
+    df = Counter(w for ws in terms for w in ws)
+    n = max(len(texts), 1)
+    return [sum(math.log(1 + n / df[w]) for w in ws & q_terms) / (1 + math.log(1 + len(ws))) for ws in terms]
+
+
+def _dense_cosines(query: Query, texts: list[str], embedder: Any) -> np.ndarray:
+    """Each text's cosine to the query (zeros without an embedder)."""
+    if embedder is None or not texts:
+        return np.zeros(len(texts))
+    vectors = np.asarray(embedder.embed(texts), dtype=float)
+    qv = np.asarray(embedder.embed_one(query.text), dtype=float)
+    norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(qv) or 1.0)
+    return vectors @ qv / np.where(norms > 0, norms, 1.0)
+
+
+class _SentenceChoice:
+    """The sentences kept so far, best first, and the words they cost: a sentence costs its words
+    plus what its line needs that is not on the context yet (the item's header, its lead)."""
+
+    def __init__(self, ranked: list[ScoredItem], budget_tokens: int | None, compact: bool):
+        self.ranked, self.budget_tokens, self.compact = ranked, budget_tokens, compact
+        self.leads = [_lead(scored.item.text) for scored in ranked]
+        # compact: the dated lead an item shares with others on one line (None: the item has its own line)
+        self.shared = [self.leads[r].strip() if compact and dates_itself(scored.item) else None
+                       for r, scored in enumerate(ranked)]
+        self.chosen: dict[int, list[int]] = {}  # item rank -> indices of its kept sentences
+        self.shown: set[tuple[str, Any]] = set()  # compact: (words, date) of the kept sentences
+        self.paid: set[str] = set()  # compact: shared leads already on the context
+        self.used = self.skipped = 0
+
+    def offer(self, r: int, j: int, sentence: str) -> None:
+        """Keep sentence ``j`` of item ``r`` if it says something new (compact) and fits."""
+        said = self._said(r, j, sentence) if self.compact else None
+        if self.compact and said in self.shown:  # a sentence already shown under the same date says nothing new
+            self.skipped += 1
+            return
+        shared = self.shared[r] is not None
+        cost = self._shared_line_cost(r, j, sentence) if shared else self._own_line_cost(r, j, sentence)
+        if self.budget_tokens is not None and self.used + cost > self.budget_tokens:
+            return
+        self.chosen.setdefault(r, []).append(j)
+        self.used += cost
+        if self.compact:
+            self.shown.add(said)
+        if shared:
+            self.paid.add(self.shared[r])
+
+    def _said(self, r: int, j: int, sentence: str) -> tuple[str, Any]:
+        """What a sentence says, and when: its words without the item's lead, and the item's date."""
+        return _body(_strip_lead(sentence, self.leads[r]) if j == 0 else sentence), self.ranked[r].item.event_time
+
+    def _shared_line_cost(self, r: int, j: int, sentence: str) -> int:
+        """On a shared line: the sentence's words without the lead; the lead once per line."""
+        lead = self.leads[r]
+        cost = count_tokens(sentence) - (count_tokens(lead) if j == 0 else 0)
+        return cost + (count_tokens(lead) if self.shared[r] not in self.paid else 0)
+
+    def _own_line_cost(self, r: int, j: int, sentence: str) -> int:
+        """On the item's own line: the first sentence kept brings the header (and the lead, unless
+        it is that sentence); the first sentence kept later takes over the lead already paid."""
+        lead, cost = self.leads[r], count_tokens(sentence)
+        if r not in self.chosen:
+            return cost + count_tokens(item_header(self.ranked[r].item, self.compact)) + (
+                count_tokens(lead) if j > 0 else 0)
+        if 0 not in self.chosen[r] and j == 0:
+            return cost - count_tokens(lead)
+        return cost
+
+
+def _sentence_lines(ranked: list[ScoredItem], split: list[list[str]], choice: _SentenceChoice
+                    ) -> tuple[list[ScoredItem], list[str], list[int]]:
+    """The kept items in rank order (each with its kept sentences in ``trace``), the context's
+    lines and each item's line: an item's own line, or the line of its shared lead."""
+    items: list[ScoredItem] = []
+    lines: list[str] = []
+    line_of: list[int] = []
+    at_line: dict[str, int] = {}  # shared lead -> its line
+    for r in sorted(choice.chosen):
+        scored, kept, sentences, shared = ranked[r], sorted(choice.chosen[r]), split[r], choice.shared[r]
+        if shared is None:
             line_of.append(len(lines))
-            lines.append(" ".join([*([head] if head else []), *([lead.strip()] if lead else []),
-                                   *(sentences[j] for j in kept)]))
+            lines.append(_own_line(scored.item, [sentences[j] for j in kept], choice.leads[r] if kept[0] > 0 else "",
+                                   choice.compact))
+        elif shared in at_line:
+            line_of.append(at_line[shared])
+            lines[line_of[-1]] = " ".join([lines[line_of[-1]], *_bodies(sentences, kept, choice.leads[r])])
+        else:
+            at_line[shared] = len(lines)
+            line_of.append(len(lines))
+            lines.append(" ".join([shared, *_bodies(sentences, kept, choice.leads[r])]))
         partial = len(kept) < len(sentences)
         items.append(ScoredItem(scored.item, scored.score,
                                 {**scored.trace, "sentences": kept, **({"truncated": True} if partial else {}),
-                                 **({"line": line_of[-1]} if compact else {})}))
-    t = dict(trace or {})
-    t.update({"packer": "sentences", "budget_tokens": budget_tokens, "tokens_used": used, "candidates": len(ranked),
-              "sentences_scored": len(cands),
-              **({"repeats_skipped": skipped, "lines": len(lines)} if compact else {})})
-    return _reorder(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order, line_of)
+                                 **({"line": line_of[-1]} if choice.compact else {})}))
+    return items, lines, line_of
+
+
+def _own_line(item: MemoryItem, kept: list[str], lead: str, compact: bool) -> str:
+    """An item's line: its header, its lead (``lead``: when its first sentence is not kept), its
+    kept sentences."""
+    head = item_header(item, compact)
+    return " ".join([*([head] if head else []), *([lead.strip()] if lead else []), *kept])
+
+
+def _bodies(sentences: list[str], kept: list[int], lead: str) -> list[str]:
+    """The kept sentences as a shared line shows them: the first without the lead."""
+    return [_strip_lead(sentences[j], lead) if j == 0 else sentences[j] for j in kept]
 
 
 def _strip_lead(sentence: str, lead: str) -> str:
@@ -270,42 +332,77 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_to
     ok = eligible or (lambda it: is_eligible(it, query))
     index = turn_index(store, query.namespace) if store is not None else None
     hits = {_turn_key(s.item) for s in ranked[:top_k]}
-    shown: set[Any] = set()
-    kept: list[ScoredItem] = []
-    lines: list[str] = []
-    used = added = 0
+    context = _WindowContext()
     for s in ranked:
-        if len(kept) >= top_k:
+        if len(context.kept) >= top_k:
             break
-        cands = [] if index is None or not is_turn(s.item) else [
-            (d, it) for d, it in index.neighbours(s.item, max(int(window), 0))
-            if ok(it) and _turn_key(it) not in shown and _turn_key(it) not in hits]
-        for n in range(len(cands), -1, -1):
-            members = sorted([(0, s.item), *cands[:n]], key=lambda m: m[0])
-            head = item_header(s.item, compact)
-            line = (format_item(s.item, compact) if n == 0
-                    else " ".join([*([head] if head else []), *(it.text for _, it in members)]))
-            cost = count_tokens(line)
-            if budget_tokens is None or used + cost <= budget_tokens:
-                break
-        else:  # not even the hit alone fits: cut it, as `pack` does
-            left = budget_tokens - used
-            if left >= _MIN_CUT:
-                line = truncate_tokens(format_item(s.item, compact), left)
-                kept.append(ScoredItem(s.item, s.score, {**s.trace, "window": [], "truncated": True}))
-                lines.append(line)
-                used += count_tokens(line)
+        cands = [(d, it) for d, it in _neighbour_turns(s.item, index, window)
+                 if ok(it) and _turn_key(it) not in context.shown and _turn_key(it) not in hits]
+        fit = _widest_window(s.item, cands, context.used, budget_tokens, compact)
+        if fit is None:  # not even the hit alone fits: cut it, as `pack` does
+            context.cut(s, budget_tokens - context.used, compact)
             break
-        neighbours = [it for _, it in members if it is not s.item]
-        shown.update(_turn_key(it) for _, it in members)
-        kept.append(ScoredItem(s.item, s.score, {**s.trace, "window": [it.id for it in neighbours]}))
-        lines.append(line)
-        used += cost
-        added += len(neighbours)
+        context.add(s, *fit)
     t = dict(trace or {})
-    t.update({"packer": "window", "top_k": top_k, "budget_tokens": budget_tokens, "tokens_used": used,
-              "candidates": len(ranked), "window": int(window), "neighbours": added})
-    return _reorder(Retrieval(query=query, items=kept, context="\n".join(lines), trace=t), lines, order)
+    t.update({"packer": "window", "top_k": top_k, "budget_tokens": budget_tokens, "tokens_used": context.used,
+              "candidates": len(ranked), "window": int(window), "neighbours": context.added})
+    return _reorder(Retrieval(query=query, items=context.kept, context="\n".join(context.lines), trace=t),
+                    context.lines, order)
+
+
+class _WindowContext:
+    """A window context so far: the hits kept (in rank order) and their lines, the turns shown."""
+
+    def __init__(self) -> None:
+        self.kept: list[ScoredItem] = []
+        self.lines: list[str] = []
+        self.shown: set[Any] = set()  # `_turn_key` of every turn on the context
+        self.used = self.added = 0  # words; neighbouring turns added
+
+    def add(self, hit: ScoredItem, members: list[tuple[int, MemoryItem]], line: str, cost: int) -> None:
+        """Keep ``hit`` on ``line`` with its window (``members``: the hit and its neighbours)."""
+        neighbours = [it for _, it in members if it is not hit.item]
+        self.shown.update(_turn_key(it) for _, it in members)
+        self.kept.append(ScoredItem(hit.item, hit.score, {**hit.trace, "window": [it.id for it in neighbours]}))
+        self.lines.append(line)
+        self.used += cost
+        self.added += len(neighbours)
+
+    def cut(self, hit: ScoredItem, left: int, compact: bool) -> None:
+        """Keep ``hit`` alone, cut to the ``left`` words of the budget, if at least `_MIN_CUT` are left."""
+        if left < _MIN_CUT:
+            return
+        line = truncate_tokens(format_item(hit.item, compact), left)
+        self.kept.append(ScoredItem(hit.item, hit.score, {**hit.trace, "window": [], "truncated": True}))
+        self.lines.append(line)
+        self.used += count_tokens(line)
+
+
+def _neighbour_turns(hit: MemoryItem, index: TurnIndex | None, window: int) -> list[tuple[int, MemoryItem]]:
+    """(offset, turn) of the turns around a turn hit, nearest first (none around other items)."""
+    if index is None or not is_turn(hit):
+        return []
+    return index.neighbours(hit, max(int(window), 0))
+
+
+def _widest_window(hit: MemoryItem, cands: list[tuple[int, MemoryItem]], used: int, budget_tokens: int | None,
+                   compact: bool) -> tuple[list[tuple[int, MemoryItem]], str, int] | None:
+    """The hit with as many of its nearest ``cands`` as fit in what is left of the budget: its
+    members in dialogue order (offset, turn), its line and the line's words; None when not even
+    the hit alone fits."""
+    for n in range(len(cands), -1, -1):
+        members = sorted([(0, hit), *cands[:n]], key=lambda m: m[0])
+        line = _window_line(hit, members, compact) if n else format_item(hit, compact)
+        cost = count_tokens(line)
+        if budget_tokens is None or used + cost <= budget_tokens:
+            return members, line, cost
+    return None
+
+
+def _window_line(hit: MemoryItem, members: list[tuple[int, MemoryItem]], compact: bool) -> str:
+    """A hit's line with its neighbouring turns: the hit's header, then every member's text."""
+    head = item_header(hit, compact)
+    return " ".join([*([head] if head else []), *(it.text for _, it in members)])
 
 
 # -- order of the lines ---------------------------------------------------------------------------

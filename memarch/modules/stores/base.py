@@ -1,12 +1,13 @@
 """The `Store` contract: namespaced records of `MemoryItem`s with add/update/delete/get/list/count,
 dense search, and persistence to a directory with atomic writes and identical reload.
 
-Subclasses keep their own index in sync through the ``_index_*`` hooks and may persist extra
-state (a FAISS index file, graph edges) through ``_extra_state`` / ``_load_extra``."""
+Subclasses keep their own index in sync through the ``_index_*`` hooks, may persist extra
+state (a FAISS index file, graph edges) through ``_extra_state`` / ``_load_extra``, and add their
+state to `Store.state_digest` through ``_digest_parts``."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable
+from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import dspy
 import numpy as np
@@ -46,10 +47,21 @@ def matches(item: MemoryItem, where: Where | None) -> bool:
     return True
 
 
+def _record_state(item: MemoryItem, actors: Mapping[str, str]) -> tuple:
+    """One record as plain values: everything a read may look at, usage and lineage included."""
+    lineage = [(e.action, actors.get(e.actor, e.actor), e.reason, e.related, e.at, e.data) for e in item.lineage]
+    return (item.id, item.text, item.kind, item.fields, item.episode_id, item.source_ids, item.outcome,
+            item.event_time, item.namespace, item.key, item.status, vars(item.usage), lineage)
+
+
 class Store(dspy.Module):
     """Base store: items per namespace (user / agent id); namespaces never see each other."""
 
     name: ClassVar[str] = "base"
+    # `state_digest` covers the whole state of exactly the classes that say so in their own body: a
+    # subclass inherits the parts but not this, so one that keeps state of its own gets no digest
+    # (nothing is shared on its account) until it adds its part and says so.
+    _digest_covers_state: ClassVar[bool] = True
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__()
@@ -212,6 +224,33 @@ class Store(dspy.Module):
             if len(out) >= k:
                 break
         return out
+
+    # -- state digest ----------------------------------------------------------------------------
+    def state_digest(self, namespace: str = "default", *,
+                     actors: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+        """Everything a read of ``namespace`` can observe, as named parts of plain values (str,
+        numbers, bool, None, lists, tuples, dicts) to hash at once (they hold live objects):
+        ``records`` (every record, inactive ones too, in storage order), then each subclass's own
+        index state. Equal parts, equal reads. None when this class does not say its parts cover
+        all its state (a subclass with state of its own).
+
+        Example::
+
+            parts = store.state_digest("alice", actors={"manager:lightweight": "manager:*"})
+            list(parts)                     # ["records", "dense"] for a `vector` store
+
+        Args:
+            namespace: the namespace (reads never cross namespaces).
+            actors: lineage actors written under another name, so memories that differ only in
+                who wrote them give equal parts.
+        """
+        if not vars(type(self)).get("_digest_covers_state", False):
+            return None
+        return self._digest_parts(namespace, actors or {})
+
+    def _digest_parts(self, namespace: str, actors: Mapping[str, str]) -> dict[str, Any]:
+        """The parts of `state_digest` up to this class; a subclass adds its own after ``super()``'s."""
+        return {"records": [_record_state(it, actors) for it in self._records.get(namespace, {}).values()]}
 
     # -- persistence -----------------------------------------------------------------------------
     def state(self) -> dict:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Mapping
 
 import networkx as nx
 import numpy as np
@@ -80,6 +80,9 @@ class GraphStore(VectorStore):
         index: dense index for search and kNN, default ``"ivf"`` (exact below ``ivf_min_items``,
             default 10000).
     """
+
+    # Its own state is the graph (`_digest_parts`); the key and episode-tail maps follow from the records
+    _digest_covers_state: ClassVar[bool] = True
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         # kNN for SIMILAR edges runs on every add: approximate search pays off earlier than for `vector`.
@@ -311,6 +314,14 @@ class GraphStore(VectorStore):
                         for newer in entry.related:
                             if newer in g and newer != iid:
                                 self._link(g, newer, iid, "SUPERSEDES", 1.0)
+
+    # -- state digest -----------------------------------------------------------------------------
+    def _digest_parts(self, namespace: str, actors: Mapping[str, str]) -> dict[str, Any]:
+        parts = super()._digest_parts(namespace, actors)
+        g = self._graphs.get(namespace)
+        # Node attributes and the adjacency (edge keys and attributes), in networkx's own order.
+        parts["graph"] = () if g is None else (dict(g.nodes(data=True)), dict(g.adjacency()))
+        return parts
 
     # -- persistence ------------------------------------------------------------------------------
     def _extra_state(self, directory: Path) -> dict:

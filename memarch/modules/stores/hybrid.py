@@ -3,7 +3,7 @@ structured fields, so filtered vector search pre-filters when the filter is sele
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, ClassVar, Hashable, Mapping
 
 import numpy as np
 
@@ -44,6 +44,9 @@ class HybridStore(VectorStore):
             that subset (default 4096); larger ones over-fetch from FAISS.
         (plus the ``vector`` store's index / ivf_min_items / nprobe)
     """
+
+    # Its own state is the posting lists (`_digest_parts`); ``_posted`` is their reverse
+    _digest_covers_state: ClassVar[bool] = True
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__(resources, **config)
@@ -105,6 +108,16 @@ class HybridStore(VectorStore):
         self._postings, self._loose, self._posted = {}, {}, {}
         for ns, recs in self._records.items():
             self._post(ns, [it for it in recs.values() if it.active])
+
+    def _digest_parts(self, namespace: str, actors: Mapping[str, str]) -> dict[str, Any]:
+        parts = super()._digest_parts(namespace, actors)
+        post, loose = self._postings.get(namespace, {}), self._loose.get(namespace, {})
+        # Sets as sorted lists and values as their repr (any hashable value may be posted): plain
+        # values in an order that does not depend on hashing.
+        parts["postings"] = ([(f, sorted((repr(v), sorted(ids)) for v, ids in values.items()))
+                              for f, values in post.items()],
+                             [(f, sorted(ids)) for f, ids in loose.items()])
+        return parts
 
     def _candidates(self, where: Where, namespace: str) -> set[str] | None:
         """Active ids that may match ``where`` from the posting lists, or None if no key is indexed."""

@@ -6,7 +6,7 @@ import hashlib
 import logging
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import numpy as np
 
@@ -40,6 +40,10 @@ class VectorStore(Store):
         ivf_min_items: namespace size at which an ``"ivf"`` index is trained (default 20000).
         nprobe: IVF lists visited per query (default 16).
     """
+
+    # Its own state is the dense index (`_digest_parts`); the indexed texts' hashes follow from the
+    # records and the index, and ``_keep`` / ``_saved_files`` never outlive a write or a save
+    _digest_covers_state: ClassVar[bool] = True
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__(resources, **config)
@@ -182,6 +186,16 @@ class VectorStore(Store):
             if fetch >= len(index):
                 return out
             fetch *= 4
+
+    # -- state digest -----------------------------------------------------------------------------
+    def _digest_parts(self, namespace: str, actors: Mapping[str, str]) -> dict[str, Any]:
+        parts = super()._digest_parts(namespace, actors)
+        index = self._indexes.get(namespace)
+        # The serialised FAISS index holds the vectors in storage order (ties in search follow it)
+        # and, once IVF, its trained lists.
+        parts["dense"] = () if index is None else (index.kind, index.is_ivf, index.next_id, list(index.to_int.items()),
+                                                    hashlib.sha256(index.to_bytes()).hexdigest())
+        return parts
 
     # -- persistence ------------------------------------------------------------------------------
     def _extra_state(self, directory: Path) -> dict:
