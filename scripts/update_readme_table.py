@@ -1,5 +1,6 @@
-"""Regenerate the registry-generated tables: the README's module table (`memarch space --markdown`)
-and the knob table of docs/search.md."""
+"""Regenerate the registry-generated tables of the docs: the module table of docs/space.md
+(`memarch space --markdown`; the README links to it) and the knob table of docs/search.md.
+tests/test_docs.py fails when either drifts from the registry."""
 from __future__ import annotations
 
 import sys
@@ -9,7 +10,7 @@ from memarch.cli.space import knob_table, module_table
 from memarch.pipeline.files import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = [(ROOT / "README.md", "<!-- modules:begin -->", "<!-- modules:end -->", module_table),
+TABLES = [(ROOT / "docs" / "space.md", "<!-- modules:begin -->", "<!-- modules:end -->", module_table),
           (ROOT / "docs" / "search.md", "<!-- knobs:begin -->", "<!-- knobs:end -->", knob_table)]
 
 

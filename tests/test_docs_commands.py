@@ -1,6 +1,7 @@
 """Docs that cannot drift: every `memarch ...` command line in README.md and docs/*.md (in code
 blocks and inline code) names a subcommand that exists and only options that subcommand has,
-checked against the real argparse parser; and every ```python snippet of the README runs."""
+checked against the real argparse parser; and every ```python snippet of the README and of
+docs/python_api.md runs."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,10 @@ FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 SNIPPETS_TESTED_ELSEWHERE = {  # README section -> the test that runs its python snippet
     "## Use the compiled memory in your app": ROOT / "tests" / "app" / "test_memory_app.py",
 }
+# the pages whose ```python snippets run here, each in its own session: at least this many each
+SNIPPET_PAGES = {ROOT / "README.md": 1, ROOT / "docs" / "python_api.md": 4}
+# the pages that must hold command lines (the extraction reaches each of them)
+COMMAND_PAGES = {"README.md", "cli.md", "space.md", "search.md", "data.md", "benchmarks.md"}
 
 
 @dataclass(frozen=True)
@@ -197,7 +202,7 @@ def test_every_documented_command_line_parses():
     parser = build_parser()
     commands = _all_commands()
     assert len(commands) >= 60, f"only {len(commands)} memarch command lines found: is the extraction broken?"
-    assert {c.path.name for c in commands} >= {"README.md", "search.md", "data.md", "benchmarks.md"}
+    assert {c.path.name for c in commands} >= COMMAND_PAGES, COMMAND_PAGES - {c.path.name for c in commands}
     bad = [f"{c.where()}: {p}\n    {c.text}" for c in commands for p in problems(c, parser)]
     if bad:  # pytest.fail: an assert message would be cut after a few lines
         pytest.fail(f"{len(bad)} documented command line(s) do not match the CLI:\n" + "\n".join(bad), pytrace=False)
@@ -248,10 +253,10 @@ def test_the_checker_itself():
         ["generated", "locomo", "babi", "textworld"]]
 
 
-# -- the README's python snippets -------------------------------------------------------------------
-def _snippets() -> list[tuple[int, str, str]]:
-    """(first code line, section, code) of each ```python block of the README."""
-    out, section, lines, i = [], "", (ROOT / "README.md").read_text(encoding="utf-8").splitlines(), 0
+# -- the python snippets of the README and docs/python_api.md ---------------------------------------
+def _snippets(path: Path = ROOT / "README.md") -> list[tuple[int, str, str]]:
+    """(first code line, section, code) of each ```python block of ``path``."""
+    out, section, lines, i = [], "", path.read_text(encoding="utf-8").splitlines(), 0
     while i < len(lines):
         if lines[i].startswith("## "):
             section = lines[i].strip()
@@ -264,23 +269,34 @@ def _snippets() -> list[tuple[int, str, str]]:
 
 
 RUNNER = """
-import json, sys
-namespace = {"__name__": "__main__"}
-for line, code in json.load(open(sys.argv[1])):
-    exec(compile("\\n" * (line - 1) + code, "README.md", "exec"), namespace)
-print("README snippets ran")
+import json, os, sys
+for k, (page, snippets) in enumerate(json.load(open(sys.argv[1]))):
+    os.makedirs(f"page{k}")
+    os.chdir(f"page{k}")  # one session per page, each in an empty directory of its own
+    namespace = {"__name__": "__main__"}
+    for line, code in snippets:
+        exec(compile("\\n" * (line - 1) + code, page, "exec"), namespace)
+    print(page, "snippets ran")
+    os.chdir("..")
 """
 
 
 def test_every_readme_python_snippet_runs(tmp_path):
-    """In order, in one namespace (as a reader pastes them into one session), in an empty cwd,
-    offline; a failure's traceback names the README line."""
-    snippets = _snippets()
-    assert len(snippets) >= 4
+    """Per page (README.md, docs/python_api.md) in order, in one namespace (as a reader pastes them
+    into one session), in an empty cwd, offline; a failure's traceback names the page and line."""
+    readme = ROOT / "README.md"
     for section, test in SNIPPETS_TESTED_ELSEWHERE.items():
+        assert section in readme.read_text(encoding="utf-8"), f"README.md lost its section {section!r}"
         assert section in test.read_text(encoding="utf-8"), f"{test} no longer runs the snippet of {section!r}"
-    todo = [(line, code) for line, section, code in snippets if section not in SNIPPETS_TESTED_ELSEWHERE]
-    assert len(todo) == len(snippets) - len(SNIPPETS_TESTED_ELSEWHERE)
+    todo = []
+    for path, least in SNIPPET_PAGES.items():
+        snippets = _snippets(path)
+        run = [(line, code) for line, section, code in snippets
+               if path != readme or section not in SNIPPETS_TESTED_ELSEWHERE]
+        assert len(run) >= least, f"{path.relative_to(ROOT)}: {len(run)} python snippets to run, expected >= {least}"
+        if path == readme:
+            assert len(run) == len(snippets) - len(SNIPPETS_TESTED_ELSEWHERE)
+        todo.append((str(path.relative_to(ROOT)), run))
     (tmp_path / "snippets.json").write_text(json.dumps(todo))
     (tmp_path / "runner.py").write_text(RUNNER)
     cwd = tmp_path / "cwd"
@@ -289,7 +305,9 @@ def test_every_readme_python_snippet_runs(tmp_path):
            "PYTHONPATH": str(ROOT)}
     p = subprocess.run([sys.executable, str(tmp_path / "runner.py"), str(tmp_path / "snippets.json")], cwd=cwd,
                        env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0 and "README snippets ran" in p.stdout, p.stderr[-4000:]
+    assert p.returncode == 0, p.stderr[-4000:]
+    for page, _ in todo:
+        assert f"{page} snippets ran" in p.stdout, (page, p.stdout[-2000:], p.stderr[-4000:])
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
