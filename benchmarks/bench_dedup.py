@@ -64,13 +64,13 @@ def run(arch, bench, split: str, resources, context_budget: int, config: dict | 
     _content.ENABLED = rule
     try:
         program = MemoryProgram(arch, resources=resources, top_k=default_top_k(context_budget),
-                                budget_tokens=context_budget, config=config)
-        result = evaluate(program, bench, split=split, resources=resources, budget_tokens=context_budget)
+                                context_budget=context_budget, config=config)
+        result = evaluate(program, bench, split=split, resources=resources, context_budget=context_budget)
     finally:
         _content.ENABLED = True
     rows = superseded(program.store)
     merged = [r for r in rows if r[0] in MERGES]
-    return {"objective": result.objective, "scores": [o.score for o in result.outcomes],
+    return {"objective": result.score, "scores": [o.score for o in result.outcomes],
             "items": result.cost.get("memory_items"), "superseded": len(rows),
             "merged": len(merged), "merged_lost": sum(r[1] for r in merged),
             "merged_differs": sum(r[2] for r in merged), "by_kind": dict(Counter(r[0] for r in rows)),

@@ -92,10 +92,10 @@ def quality(model: str, bench, cache_root: str, budget: int) -> dict:
     cache_dir.mkdir(parents=True)
     arch = get_preset("memp", ArchitectureSpace("conversation", lm_available=False))
     resources = Resources(embedder=Embedder(model, cache_dir=cache_dir), cache_dir=cache_dir)
-    r = evaluate(arch, bench, split="validation", resources=resources, budget_tokens=budget)
+    r = evaluate(arch, bench, split="validation", resources=resources, context_budget=budget)
     if r.failed:
         sys.exit(f"{model}: trial failed: {r.error}")
-    return {"architecture": arch.key(), "objective": r.objective, **{m: r.scores[m] for m in METRICS},
+    return {"architecture": arch.key(), "objective": r.score, **{m: r.scores[m] for m in METRICS},
             "questions": int(r.scores.get("questions", 0)), "memory_items": r.cost.get("memory_items"),
             "embeddings_computed": int(r.cost.get("embeddings_computed", 0)), "wall_s": r.cost.get("wall_s")}
 

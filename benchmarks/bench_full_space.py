@@ -72,7 +72,7 @@ def main() -> int:
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.space import ArchitectureSpace
 
-    metric = BenchmarkEvaluator("locomo", data_path=str(args.locomo), budget_tokens=200,
+    metric = BenchmarkEvaluator("locomo", data_path=str(args.locomo), context_budget=200,
                              knobs={"split_by": "dialogue"}, objective="answer_span")
     cache: dict = {}
 
@@ -80,7 +80,7 @@ def main() -> int:
         key = (arch.key(), split)
         if key not in cache:
             r = metric(arch, split)
-            cache[key] = ({o.query_id: o.score for o in r.outcomes}, r.objective, r.cost.get("memory_tokens", 0.0))
+            cache[key] = ({o.query_id: o.score for o in r.outcomes}, r.score, r.cost.get("memory_tokens", 0.0))
         return cache[key]
 
     presets = sorted(presets_for(ArchitectureSpace("conversation", lm_available=False)).items(),

@@ -76,15 +76,15 @@ def main() -> int:
     bench = get_benchmark(args.benchmark, path, split_by="dialogue").split(args.split)
     resources = Resources()
     top_k = default_top_k(args.context_budget)
-    program = MemoryProgram(arch, resources=resources, top_k=top_k, budget_tokens=args.context_budget)
+    program = MemoryProgram(arch, resources=resources, top_k=top_k, context_budget=args.context_budget)
     retriever_cls = type(program.retriever)
     base_config = dict(program.retriever.config)
     readers = []
     for _, config in variants:
         retriever = retriever_cls(resources, **{**base_config, **config})
-        readers.append(lambda q, *, top_k=None, budget_tokens=None, r=retriever:
+        readers.append(lambda q, *, top_k=None, context_budget=None, r=retriever:
                        r.retrieve(q, program.store, top_k=top_k or program.top_k,
-                                  budget_tokens=budget_tokens if budget_tokens is not None else args.context_budget))
+                                  context_budget=context_budget if context_budget is not None else args.context_budget))
     started = time.perf_counter()
     settings = EvaluationSettings(context_budget=args.context_budget, top_k=top_k, metric="answer_span")
     results = run_stream(program, bench, settings, readers=readers)
@@ -101,7 +101,7 @@ def main() -> int:
         per = {o.query_id: o.score for o in r.outcomes}
         d, lo, hi = paired(per, ref)
         s, c = r.scores, r.per_category
-        print(f"| {name} `{','.join(f'{k}={v}' for k, v in config.items()) or 'defaults'}` | {r.objective:.4f} | "
+        print(f"| {name} `{','.join(f'{k}={v}' for k, v in config.items()) or 'defaults'}` | {r.score:.4f} | "
               f"{d:+.4f} [{lo:+.4f}, {hi:+.4f}] | {s.get('evidence_recall', 0):.4f} | {s.get('hit@1', 0):.4f} | "
               f"{s.get('ndcg@5', 0):.4f} |" + "".join(f" {c.get(k, 0):.3f} |" for k in cats), flush=True)
         dump[name] = {"config": config, "scores": {o.query_id: o.score for o in r.outcomes}}

@@ -91,7 +91,7 @@ def main() -> int:
     from memarch.pipeline.presets import presets_for
     from memarch.pipeline.space import ArchitectureSpace
 
-    metric = BenchmarkEvaluator("locomo", data_path=str(args.locomo), budget_tokens=200,
+    metric = BenchmarkEvaluator("locomo", data_path=str(args.locomo), context_budget=200,
                              knobs={"split_by": "dialogue"}, objective="answer_span")
     # Evaluations already made by an earlier run of this report (same code, same data): reused.
     saved = args.out / "evaluations.json"
@@ -103,7 +103,7 @@ def main() -> int:
             r = metric(arch, split)
             if r.failed:
                 sys.exit(f"{arch.key()} on {split} failed: {r.error}")
-            cache[key] = ({o.query_id: o.score for o in r.outcomes}, r.objective, r.scores)
+            cache[key] = ({o.query_id: o.score for o in r.outcomes}, r.score, r.scores)
             saved.write_text(json.dumps(cache))
         return cache[key]
 

@@ -71,16 +71,16 @@ def main(argv: list[str] | None = None) -> int:
         for arch in archs:
             scores = []
             for b in [None] + budgets:
-                r = evaluate(arch, bench, split=args.split, resources=resources, budget_tokens=args.context_budget,
+                r = evaluate(arch, bench, split=args.split, resources=resources, context_budget=args.context_budget,
                              config=b.config() if b else None)
                 kept = r.metadata.get("memory_budget", {})
                 cells.append({"architecture": arch.key(), "budget": b.spec if b else "unlimited",
-                              "tokens": b.tokens if b else None, "objective": r.objective, "failed": r.failed,
+                              "tokens": b.tokens if b else None, "objective": r.score, "failed": r.failed,
                               "error": r.error, "memory_items": r.cost.get("memory_items"), "policy": kept,
                               "wall_s": r.cost.get("wall_s")})
-                scores.append(float("nan") if r.failed else r.objective)
+                scores.append(float("nan") if r.failed else r.score)
                 per_query[(arch.key(), cells[-1]["budget"])] = [o.score for o in r.outcomes]
-                print(f"  {arch.key():<36} {cells[-1]['budget']:>9}  {r.objective:.4f}  items "
+                print(f"  {arch.key():<36} {cells[-1]['budget']:>9}  {r.score:.4f}  items "
                       f"{r.cost.get('memory_items', 0):g}  {kept or ''}  {r.cost['wall_s']:.0f} s", flush=True)
             rows.append((arch, scores))
         print()

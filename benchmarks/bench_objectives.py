@@ -63,9 +63,9 @@ class Recorder:
     def __init__(self, fn):
         self.fn, self.calls = fn, []
 
-    def __call__(self, answer, context, budget_tokens=200):
-        self.calls.append((answer, context, budget_tokens))
-        return self.fn(answer, context, budget_tokens)
+    def __call__(self, answer, context, context_budget=200):
+        self.calls.append((answer, context, context_budget))
+        return self.fn(answer, context, context_budget)
 
 
 def speed(calls: list, rounds: int = 3) -> dict[str, float]:
@@ -133,14 +133,14 @@ def main(argv: list[str] | None = None) -> int:
             runtime.answer_span = recorder
             try:
                 t0 = time.perf_counter()
-                result = runtime.evaluate(arch, bench, split="all", resources=resources, budget_tokens=args.budget,
+                result = runtime.evaluate(arch, bench, split="all", resources=resources, context_budget=args.budget,
                                           objective="answer_span")
             finally:
                 runtime.answer_span = recorder.fn
             if result.failed:
                 print(f"  {name} ({arch.key()}) FAILED: {result.error}", file=sys.stderr)
                 return 1
-            print(f"  {name:<10} {arch.key():<40} span {result.objective:.4f}  "
+            print(f"  {name:<10} {arch.key():<40} span {result.score:.4f}  "
                   f"bag {result.scores['answer_recall']:.4f}  ({time.perf_counter() - t0:.1f} s)", flush=True)
             if bench_name == "locomo" and name == "memgpt":
                 recorded = recorder.calls

@@ -49,26 +49,26 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.benchmark} [{args.split}]: {bench.split(args.split).stats()}; "
           f"{len(archs)} of {len(space)} LM-free valid architectures; B={args.budget}")
     rows = []
-    baseline = evaluate(None, bench, split=args.split, resources=resources, budget_tokens=args.budget)
+    baseline = evaluate(None, bench, split=args.split, resources=resources, context_budget=args.budget)
     for i, arch in enumerate(archs, 1):
-        r = evaluate(arch, bench, split=args.split, resources=resources, budget_tokens=args.budget)
+        r = evaluate(arch, bench, split=args.split, resources=resources, context_budget=args.budget)
         rows.append((arch, r))
-        status = f"FAILED {r.error}" if r.failed else f"{r.objective:.4f}"
+        status = f"FAILED {r.error}" if r.failed else f"{r.score:.4f}"
         print(f"[{i:2d}] {status:>8}  {r.cost['wall_s']:6.2f} s  {arch.key()}", flush=True)
-    ok = sorted([(a, r) for a, r in rows if not r.failed], key=lambda x: -x[1].objective)
+    ok = sorted([(a, r) for a, r in rows if not r.failed], key=lambda x: -x[1].score)
     if not ok:
         print("every trial failed", file=sys.stderr)
         return 1
-    objs = [r.objective for _, r in ok]
+    objs = [r.score for _, r in ok]
     median_arch, median = ok[len(ok) // 2]
     best_arch, best = ok[0]
     lo, hi = paired_interval([o.score for o in best.outcomes], [o.score for o in median.outcomes])
-    print(f"\nno-memory baseline: {baseline.objective:.4f}")
+    print(f"\nno-memory baseline: {baseline.score:.4f}")
     print(f"objective over {len(ok)} architectures: min {min(objs):.4f}  median {statistics.median(objs):.4f}  "
           f"max {max(objs):.4f}  spread (max-min) {max(objs) - min(objs):.4f}  stdev {statistics.pstdev(objs):.4f}")
-    print(f"best   {best.objective:.4f}  {best_arch.key()}")
-    print(f"median {median.objective:.4f}  {median_arch.key()}")
-    print(f"worst  {ok[-1][1].objective:.4f}  {ok[-1][0].key()}")
+    print(f"best   {best.score:.4f}  {best_arch.key()}")
+    print(f"median {median.score:.4f}  {median_arch.key()}")
+    print(f"worst  {ok[-1][1].score:.4f}  {ok[-1][0].key()}")
     print(f"best - median, paired bootstrap 95%: [{lo:+.4f}, {hi:+.4f}]")
     cats = sorted({c for _, r in ok for c in r.per_category})
     for c in cats:
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{statistics.fmean(r.cost['wall_s'] for _, r in ok[1:] or ok):.2f} s")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump([{"architecture": a.key(), "objective": r.objective, "failed": r.failed, "error": r.error,
+            json.dump([{"architecture": a.key(), "objective": r.score, "failed": r.failed, "error": r.error,
                         "per_category": r.per_category, "wall_s": r.cost.get("wall_s")} for a, r in rows], fh, indent=1)
     return 0
 

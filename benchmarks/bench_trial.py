@@ -27,7 +27,7 @@ def trial(arch, bench, cache_dir: str, budget: int, embedder_model: str):
     # A new Embedder per trial: no in-memory memo survives, only the disk caches.
     resources = Resources(embedder=Embedder(embedder_model, cache_dir=cache_dir), cache_dir=cache_dir)
     t0 = time.perf_counter()
-    result = evaluate(arch, bench, split="all", resources=resources, budget_tokens=budget)
+    result = evaluate(arch, bench, split="all", resources=resources, context_budget=budget)
     return time.perf_counter() - t0, result
 
 
@@ -77,15 +77,15 @@ def _measure(args, arch, bench, cache_dir: str, load_s: float) -> int:
     if cold.failed:
         print(f"trial failed: {cold.error}", file=sys.stderr)
         return 1
-    print(f"cold: {cold_s:7.2f} s  objective {cold.objective:.4f}  scored questions "
+    print(f"cold: {cold_s:7.2f} s  objective {cold.score:.4f}  scored questions "
           f"{int(cold.scores['questions'])}  embeddings computed {int(cold.cost['embeddings_computed'])}  "
           f"(write {cold.cost['write_s']:.2f} s, read {cold.cost['read_s']:.2f} s)")
     warm_times = []
     for i in range(args.warm_runs):
         warm_s, warm = trial(arch, bench, cache_dir, args.budget, args.embedder)
         warm_times.append(warm_s)
-        same = abs(warm.objective - cold.objective) < 1e-9
-        print(f"warm: {warm_s:7.2f} s  objective {warm.objective:.4f} ({'same' if same else 'DIFFERENT'})  "
+        same = abs(warm.score - cold.score) < 1e-9
+        print(f"warm: {warm_s:7.2f} s  objective {warm.score:.4f} ({'same' if same else 'DIFFERENT'})  "
               f"embeddings computed {int(warm.cost['embeddings_computed'])}  "
               f"(write {warm.cost['write_s']:.2f} s, read {warm.cost['read_s']:.2f} s)")
     if args.profile:
@@ -96,7 +96,7 @@ def _measure(args, arch, bench, cache_dir: str, load_s: float) -> int:
     print(f"warm best {best:.2f} s (< 20 s: {'yes' if best < 20 else 'NO'}); cold/warm = {ratio:.1f}x "
           f"(>= 5x: {'yes' if ratio >= 5 else 'NO'})")
     print(json.dumps({"cold_s": round(cold_s, 3), "warm_s": round(best, 3), "ratio": round(ratio, 2),
-                      "objective": cold.objective, "per_category": cold.per_category}))
+                      "objective": cold.score, "per_category": cold.per_category}))
     return 0 if ok else 1
 
 

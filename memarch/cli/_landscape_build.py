@@ -87,7 +87,7 @@ def run(args) -> int:
 
     levers = parse_levers(args.levers)
     bench = get_benchmark(args.benchmark, args.data, **knobs)
-    plan = plan_build(bench, resources=resources, budget_tokens=args.context_budget, sample=args.sample,
+    plan = plan_build(bench, resources=resources, context_budget=args.context_budget, sample=args.sample,
                       seed=args.seed, limit=args.limit, knobs=knobs, levers=levers)
     already = out.exists() and not (out.parent / f"{out.name}.parts").exists()
     land = build(plan, out, shard=shard, progress=not args.quiet)

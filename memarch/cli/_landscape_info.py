@@ -1,12 +1,12 @@
 """``memarch landscape info``: what a landscape holds — size, questions per split, shared
-evaluations, and per stored objective the oracle, the best preset and the no-memory row on test."""
+evaluations, and per stored metric the oracle, the best preset and the no-memory row on test."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-HELP = "describe a landscape: size, splits, groups, oracle / best preset / no memory per objective"
+HELP = "describe a landscape: size, splits, groups, oracle / best preset / no memory per metric"
 
 
 def add_arguments(p) -> None:
@@ -38,9 +38,9 @@ def run(args) -> int:
     print(f"groups: {len(groups)} evaluations, {len(shared)} shared by {sum(len(g['members']) for g in shared)} rows")
     print(sharing_summary(land))
     presets = land.presets
-    for o in land.objectives:
-        test = land.objective_values("test", o)
-        search = land.objective_values("search", o)
+    for o in land.metrics:
+        test = land.metric_values("test", o)
+        search = land.metric_values("search", o)
         best = max(archs, key=lambda i: (test[i], -i)) if archs else None
         line = f"{o}:"
         if best is not None:

@@ -67,7 +67,7 @@ def run(args) -> int:
 
         writable_dir(Path(args.out).parent or ".")  # before the runs, not when they are saved
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    replay = Replay(land, objective=args.metric, budget=args.budget, horizon=args.horizon,
+    replay = Replay(land, metric=args.metric, budget=args.budget, horizon=args.horizon,
                     warm_start=args.warm_start, k=args.k, top_share=args.top, pruner=args.pruner)
     from tqdm import tqdm
 

@@ -23,7 +23,7 @@ class Progress:
         seen = result.metadata.get("instances") or {}
         share = seen["done"] / seen["total"] if seen.get("total") else 1.0
         if share >= 1:
-            self.best = max(self.best, result.objective)
+            self.best = max(self.best, result.score)
         else:
             self.pruned += 1
         self.computed += int(result.cost.get("embeddings_computed", 0) or 0)

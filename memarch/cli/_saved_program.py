@@ -61,11 +61,11 @@ class SavedProgram:
 
         rec = self.record
         # option dest -> the file's value (its JSON keys stay: old programs must still load)
-        saved = {"benchmark": rec.benchmark if rec else DEFAULT, "context_budget": self.data.get("budget_tokens"),
+        saved = {"benchmark": rec.benchmark if rec else DEFAULT, "context_budget": saved_context_budget(self.data),
                  "top_k": self.data.get("top_k"), "limit": rec.limit if rec else None,
                  "embedder": self.data.get("embedder")}
         if rec is not None and hasattr(args, "metric"):
-            saved["metric"] = rec.objective
+            saved["metric"] = rec.metric
         for name, value in saved.items():
             given = getattr(args, name, None)
             if given is None:
@@ -113,7 +113,7 @@ class SavedProgram:
         """What was taken from the file, one line each."""
         rec = self.record
         head = (f"  program {Path(self.path).name}: top_k {self.data.get('top_k')}, context budget "
-                f"{self.data.get('budget_tokens')} words; ")
+                f"{saved_context_budget(self.data)} words; ")
         if rec is None:
             lines = [head + "no evaluation record (saved before programs carried one)"]
         else:
@@ -132,11 +132,17 @@ class SavedProgram:
         if rec is None or result.failed or rec.scores.get(result.split) is None:
             return None
         reported = float(rec.scores[result.split])
-        objective = result.metadata.get("objective") or rec.objective
-        head = f"  reported {result.split} {reported:.4f} (objective {rec.objective})"
-        changed = list(dict.fromkeys(self.overridden + (["metric"] if objective != rec.objective else [])))
+        objective = result.metadata.get("metric") or rec.metric
+        head = f"  reported {result.split} {reported:.4f} (objective {rec.metric})"
+        changed = list(dict.fromkeys(self.overridden + (["metric"] if objective != rec.metric else [])))
         note = f"; settings changed: {', '.join(changed)}" if changed else ""
-        diff = result.objective - reported
-        if math.isclose(result.objective, reported, rel_tol=0.0, abs_tol=1e-12):
+        diff = result.score - reported
+        if math.isclose(result.score, reported, rel_tol=0.0, abs_tol=1e-12):
             return f"{head}: reproduced{note}"
-        return f"{head}: DIFFERS by {diff:+.4f} (measured {result.objective:.4f} with objective {objective}{note})"
+        return f"{head}: DIFFERS by {diff:+.4f} (measured {result.score:.4f} with objective {objective}{note})"
+
+
+def saved_context_budget(data: dict) -> int | None:
+    from memarch.pipeline.program import saved_context_budget as of  # dspy: imported on use
+
+    return of(data)

@@ -54,7 +54,7 @@ def compare_main(args, strategies: list[str], roles) -> int:
         from memarch.optimizers.landscapes.compare_oracle import OracleView, check_landscape
 
         check_landscape(landscape, args.benchmark, evaluator.family, cmp.metric)
-        oracle = OracleView(landscape, cmp.runs, budget=args.budget, objective=cmp.metric)
+        oracle = OracleView(landscape, cmp.runs, budget=args.budget, metric=cmp.metric)
         table += "\n" + "\n".join(oracle.lines())
     (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
     _write_json(out / f"compare-{args.benchmark}.json", args, cmp, evaluator, oracle)

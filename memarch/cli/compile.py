@@ -354,7 +354,7 @@ def _save_pick(args, evaluator, rep, program) -> None:
     print(f"compiled: {rep.architecture.key()} (chosen on validation {rep.validation_score:.4f}; "
           f"test {test_text(rep)}); selection: {rep.selection}")
     budget = evaluator.memory_budget
-    print(f"program saved to {path} (top_k {program.top_k}, context budget {program.budget_tokens} words, "
+    print(f"program saved to {path} (top_k {program.top_k}, context budget {program.context_budget} words, "
           + (f"memory budget {budget.tokens} tokens per namespace, " if budget else "")
           + f"as its trials read; `memarch evaluate --program {path}` re-scores it)")
     if not args.no_tracking:

@@ -114,9 +114,9 @@ def _print(result) -> None:
     if result.failed:
         print(f"  FAILED: {result.error}")
         return
-    name = result.metadata.get("objective")
-    what = explain_metric(name, result.metadata.get("budget_tokens"))
-    print(f"  objective ({name}): {result.objective:.4f}  [{what}]")
+    name = result.metadata.get("metric")
+    what = explain_metric(name, result.metadata.get("context_budget"))
+    print(f"  objective ({name}): {result.score:.4f}  [{what}]")
     from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
 
     counts = ("questions", "tasks", "retrieval_skipped", "objective_fallbacks")
@@ -206,7 +206,7 @@ def run(args) -> int:
     config = memory_budget.config() if memory_budget else None
     if saved and memory_budget:
         saved.set_memory_budget(memory_budget.tokens)
-    metric = getattr(args, "metric", None) or (saved.record.objective if saved and saved.record else None)
+    metric = getattr(args, "metric", None) or (saved.record.metric if saved and saved.record else None)
     if lm_spec == "none" and metric in ("qa_f1", "judge"):
         scored = f" ({args.program} was scored with one)" if saved else ""
         raise MemarchError(f"metric {metric} scores an LM reader's answers; pass --lm{scored}")

@@ -85,18 +85,18 @@ def run(args) -> int:
     saved = SavedProgram.read(path)
     bench = _benchmark(args, saved)
     rec = saved.record
-    objective = rec.objective if rec is not None and rec.benchmark == bench.name else None
-    if objective in LM_METRICS or objective == "task_score":
-        objective = None  # LM-scored picks are judged by the LM-free default here; said below
+    metric = rec.metric if rec is not None and rec.benchmark == bench.name else None
+    if metric in LM_METRICS or metric == "task_score":
+        metric = None  # LM-scored picks are judged by the LM-free default here; said below
     program = saved.build(None)  # fresh memory; the saved embedder (hash for tests) is kept
     source = f"study {args.study}" if args.study else path
     export = export_finetune(program, bench, min_score=args.min_score, limit=args.limit or (rec.limit if rec else None),
-                             objective=objective, adapter=args.adapter, source=source)
+                             metric=metric, adapter=args.adapter, source=source)
     export.write(args.out)
     print(f"program: {saved.architecture.key()} ({source}); split: {SPLIT} (never test)")
-    if rec is not None and rec.objective != export.result.metadata.get("objective") and rec.objective != "task_score":
-        print(f"  note: the program was scored with {rec.objective}; without an LM reader the provenance is "
-              f"judged with {export.result.metadata.get('objective')}")
+    if rec is not None and rec.metric != export.result.metadata.get("metric") and rec.metric != "task_score":
+        print(f"  note: the program was scored with {rec.metric}; without an LM reader the provenance is "
+              f"judged with {export.result.metadata.get('metric')}")
     for line in export.describe():
         print(line)
     print(f"wrote {len(export.lines)} pairs to {args.out}")

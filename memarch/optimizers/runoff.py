@@ -41,7 +41,7 @@ def choose_on_validation(history: History, evaluator: Evaluator | Metric, valset
             front = [front[round(i * step)] for i in range(MAX_FRONT_FINALISTS)]
         keys = [r.architecture.key() for r in front]
     else:
-        ranked = sorted(history.records, key=lambda r: (-r.objective, r.cost, r.number))
+        ranked = sorted(history.records, key=lambda r: (-r.score, r.cost, r.number))
         keys = []
         for r in [select_champion(history)] + ranked:
             if r is not None and r.architecture.key() not in keys:
@@ -54,13 +54,13 @@ def choose_on_validation(history: History, evaluator: Evaluator | Metric, valset
     for key in keys:
         rec = history.by_key(key)
         res = rec.result if valset is None else evaluator(rec.architecture, valset)
-        scores[key] = None if res.failed else res.objective
+        scores[key] = None if res.failed else res.score
         if res.failed:
             failed[key] = str(res.error)[:300]
         else:
             values[key] = {n: value_of(res, n) for n in NAMES}
     pick, val_front = select_pick(values, objectives, selection,
-                             {k: history.by_key(k).objective for k in keys})
+                             {k: history.by_key(k).score for k in keys})
     if details is not None:
         details.update(validation_values=values, validation_front=val_front, validation_failed=failed,
                        search_front={k: list(values_of(history.by_key(k).result, objectives)) for k in keys}

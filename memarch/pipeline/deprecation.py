@@ -4,7 +4,7 @@ one release and warns (`DeprecationWarning`) with the new name, as scikit-learn'
 Example::
 
     kwargs = renamed_keywords(kwargs, {"objective": "metric"}, where="evaluate()")
-    __getattr__ = moved_names(__name__, {"count_tokens": "count_words"}, globals())
+    __getattr__ = moved_names(__name__, {"count_words": "count_words"}, globals())
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`EvaluationRecord`: how a saved program was scored — benchmark, data file and its sha256, knobs,
-split, objective, context budget, top_k and the reported scores — so a reload can reproduce them."""
+split, metric, context budget, top_k and the reported scores — so a reload can reproduce them."""
 from __future__ import annotations
 
 import hashlib
@@ -9,8 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from memarch.errors import DataError
+from memarch.pipeline.deprecation import deprecated_attribute
 
 SCORE_SPLITS = ("search", "validation", "test")
+# The keys of saved records of earlier releases, read as today's.
+OLD_KEYS = {"objective": "metric", "budget_tokens": "context_budget"}
 
 
 def data_sha256(path: str | Path | None) -> str | None:
@@ -42,24 +45,24 @@ class EvaluationRecord:
 
         record = metric.evaluation_record(scores={"search": 0.61, "validation": 0.58, "test": 0.6})
         bench = recorded_benchmark(record)  # memarch.benchmarks: the same benchmark, data and split
-        record.scores["test"], record.objective
+        record.scores["test"], record.metric
 
     Args:
         benchmark: benchmark name (``get_benchmark``).
-        objective: the score the reported numbers are (``answer_recall``, ``qa_f1``, ...).
-        budget_tokens: context budget in words the trials read with (None: unlimited).
+        metric: the metric the reported numbers are (``answer_recall``, ``qa_f1``, ...).
+        context_budget: context budget in words the trials read with (None: unlimited).
         top_k: items per read the trials used.
         data: the dataset path (absolute), None for generated benchmarks.
         data_sha256: fingerprint of the data at compile time.
         knobs: benchmark constructor keyword arguments.
         split: ``{"seed", "split_by", "fractions"}`` of the benchmark's split.
         limit: only the first N questions of each split were scored (None: all).
-        scores: reported objective per split (search / validation / test).
+        scores: the reported metric per split (search / validation / test).
     """
 
     benchmark: str
-    objective: str
-    budget_tokens: int | None
+    metric: str
+    context_budget: int | None
     top_k: int
     data: str | None = None
     data_sha256: str | None = None
@@ -67,6 +70,10 @@ class EvaluationRecord:
     split: dict[str, Any] = field(default_factory=dict)
     limit: int | None = None
     scores: dict[str, float | None] = field(default_factory=dict)
+
+    # Names of earlier releases (one release of grace, with a warning).
+    objective = deprecated_attribute("objective", "metric", "EvaluationRecord")
+    budget_tokens = deprecated_attribute("budget_tokens", "context_budget", "EvaluationRecord")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,17 +84,18 @@ class EvaluationRecord:
         where = f"{source}: malformed 'evaluation' block"
         if not isinstance(data, dict):
             raise DataError(f"{where} (expected an object, got {type(data).__name__})")
+        data = {OLD_KEYS.get(k, k): v for k, v in data.items()}  # a file of an earlier release
         unknown = sorted(set(data) - {f for f in cls.__dataclass_fields__})
         if unknown:
             raise DataError(f"{where} (unknown field {unknown[0]!r})")
-        for name, kinds in (("benchmark", str), ("objective", str), ("top_k", int)):
+        for name, kinds in (("benchmark", str), ("metric", str), ("top_k", int)):
             if not isinstance(data.get(name), kinds) or isinstance(data.get(name), bool):
                 raise DataError(f"{where} ({name!r} missing or not a {kinds.__name__})")
-        if "budget_tokens" not in data:
-            raise DataError(f"{where} ('budget_tokens' missing; null means unlimited)")
+        if "context_budget" not in data:
+            raise DataError(f"{where} ('context_budget' missing; null means unlimited)")
         if data["top_k"] < 1:
             raise DataError(f"{where} ('top_k' must be at least 1, not {data['top_k']})")
-        for name in ("budget_tokens", "limit"):
+        for name in ("context_budget", "limit"):
             value = data.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise DataError(f"{where} ({name!r} must be a positive integer or null, not {value!r})")

@@ -12,6 +12,7 @@ import dspy
 
 from memarch.errors import DataError, MemarchError
 from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.deprecation import deprecated_attribute, renamed_keywords
 from memarch.pipeline.episodes import Episode, Query
 from memarch.pipeline.evaluation_record import EvaluationRecord
 from memarch.pipeline.files import atomic_write_json, read_json
@@ -39,7 +40,7 @@ class MemoryProgram(dspy.Module):
         architecture: an `Architecture` (or its dict form); validated against the registry.
         resources: embedder, LM and caches (default: bundled embedder, no LM).
         top_k: items per read (4 as in AutoMem); the architecture's ``retrieve.top_k`` knob wins.
-        budget_tokens: context budget in words (None: unlimited).
+        context_budget: context budget in words (None: unlimited).
         config: per-module keyword arguments, ``{"store": {...}, "retriever": {...},
             "manager": {...}, "encoder:tip": {...}}``; the architecture's ``params`` (module knobs)
             are applied over it; ``{"manager": {"memory_budget": N}}`` caps every namespace at N
@@ -52,8 +53,12 @@ class MemoryProgram(dspy.Module):
     """
 
     def __init__(self, architecture: Architecture | dict, *, resources: Resources | None = None,
-                 top_k: int = 4, budget_tokens: int | None = None, config: dict[str, Any] | None = None):
+                 top_k: int = 4, context_budget: int | None = None, config: dict[str, Any] | None = None,
+                 **renamed: Any):
         super().__init__()
+        if renamed:  # ``budget_tokens=`` of earlier releases (with a warning)
+            context_budget = renamed_keywords(renamed, {"budget_tokens": "context_budget"},
+                                              where="MemoryProgram()")["context_budget"]
         arch = architecture if isinstance(architecture, Architecture) else Architecture.from_dict(architecture)
         self.resources = resources or Resources()
         family = arch.family
@@ -66,7 +71,7 @@ class MemoryProgram(dspy.Module):
         self.family = family
         # The architecture's knob wins over the argument: it is what the search chose.
         self.top_k = int(arch.param_dict.get("retrieve.top_k", top_k))
-        self.budget_tokens = budget_tokens
+        self.context_budget = context_budget
         self.module_config = dict(config or {})
         cfg = with_params(self.module_config, arch, space)
         self.encoders = [REGISTRY.get("encoder", e).cls(self.resources, **cfg.get(f"encoder:{e}", {}))
@@ -79,6 +84,8 @@ class MemoryProgram(dspy.Module):
         self.reader_prompts: dict[str, dict[str, Any]] | None = None
 
     # -- write / read ----------------------------------------------------------------------------
+    budget_tokens = deprecated_attribute("budget_tokens", "context_budget", "MemoryProgram")
+
     def encode(self, episode: Episode) -> list[MemoryItem]:
         """What the encoders would write for ``episode`` (before the manager sees it)."""
         items: list[MemoryItem] = []
@@ -108,11 +115,14 @@ class MemoryProgram(dspy.Module):
         return sum(len(self.write(ep)) for ep in episodes)
 
     def read(self, query: Query | str, *, top_k: int | None = None,
-             budget_tokens: int | None = None) -> Retrieval:
+             context_budget: int | None = None, **renamed: Any) -> Retrieval:
+        if renamed:  # ``budget_tokens=`` of earlier releases (with a warning)
+            context_budget = renamed_keywords(renamed, {"budget_tokens": "context_budget"},
+                                              where="MemoryProgram.read()")["context_budget"]
         if isinstance(query, str):
             query = Query(text=query)
         return self.retriever.retrieve(query, self.store, top_k=top_k or self.top_k,
-                                       budget_tokens=budget_tokens if budget_tokens is not None else self.budget_tokens)
+                                       context_budget=context_budget if context_budget is not None else self.context_budget)
 
     def feedback(self, retrieval: Retrieval, success: bool | None) -> None:
         """Tell the manager whether what was read helped (boost / penalise, edge weights)."""
@@ -154,7 +164,7 @@ class MemoryProgram(dspy.Module):
             "format": FORMAT,
             "architecture": self.architecture.to_dict(),
             "top_k": self.top_k,
-            "budget_tokens": self.budget_tokens,
+            "context_budget": self.context_budget,
             "config": self.module_config,
             "embedder": self.resources.embedder.model,
             "instructions": self.instructions(),
@@ -191,12 +201,11 @@ class MemoryProgram(dspy.Module):
         evaluation = None if data.get("evaluation") is None \
             else EvaluationRecord.from_dict(data["evaluation"], source=source)
         try:
-            budget = data.get("budget_tokens")
+            budget = saved_context_budget(data)
             if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
-                raise ValueError(f"budget_tokens must be an integer or null, not {budget!r}")
+                raise ValueError(f"context_budget must be an integer or null, not {budget!r}")
             program = cls(Architecture.from_dict(data["architecture"]), resources=resources,
-                          top_k=int(data.get("top_k", 4)), budget_tokens=data.get("budget_tokens"),
-                          config=data.get("config") or {})
+                          top_k=int(data.get("top_k", 4)), context_budget=budget, config=data.get("config") or {})
             for role, mod in program._modules():
                 for pname, text in (data.get("instructions") or {}).get(role, {}).items():
                     for n, p in mod.named_predictors():
@@ -225,6 +234,11 @@ class MemoryProgram(dspy.Module):
     @classmethod
     def load(cls, path: str | Path, *, resources: Resources | None = None) -> "MemoryProgram":
         return cls.from_dict(read_json(path, what="saved memarch program"), resources=resources, source=str(path))
+
+
+def saved_context_budget(data: dict[str, Any]) -> int | None:
+    """The context budget a saved program reads with (``budget_tokens``: the key of earlier releases)."""
+    return data["context_budget"] if "context_budget" in data else data.get("budget_tokens")
 
 
 def with_params(config: dict[str, Any], arch: Architecture, space: ArchitectureSpace) -> dict[str, Any]:

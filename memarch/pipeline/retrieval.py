@@ -16,13 +16,13 @@ DEFAULT_CONTEXT_BUDGET = 200
 
 
 @lru_cache(maxsize=1 << 16)
-def count_tokens(text: str) -> int:
+def count_words(text: str) -> int:
     """Context budget unit: whitespace-separated words (model-independent, documented in README).
     Memoised: a packer counts the same candidates read after read."""
     return len(_TOKEN.findall(text))
 
 
-def truncate_tokens(text: str, budget: int) -> str:
+def truncate_words(text: str, budget: int) -> str:
     words = _TOKEN.findall(text)
     return text if len(words) <= budget else " ".join(words[:budget])
 
@@ -86,7 +86,7 @@ class Retrieval:
         }
 
 
-def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: int | None,
+def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: int | None,
          trace: dict[str, Any] | None = None, compact: bool = False) -> Retrieval:
     """Keep the best items while they fit ``top_k`` and the token budget.
 
@@ -101,20 +101,20 @@ def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: i
         if len(kept) >= top_k:
             break
         line = format_item(s.item, compact)
-        n = count_tokens(line)
-        if budget_tokens is not None and used + n > budget_tokens:
-            left = budget_tokens - used
+        n = count_words(line)
+        if context_budget is not None and used + n > context_budget:
+            left = context_budget - used
             if left >= 8:
-                line = truncate_tokens(line, left)
+                line = truncate_words(line, left)
                 s.trace = {**s.trace, "truncated": True}
                 kept.append(s)
                 lines.append(line)
-                used += count_tokens(line)
+                used += count_words(line)
             break
         kept.append(s)
         lines.append(line)
         used += n
     t = dict(trace or {})
-    t.update({"top_k": top_k, "budget_tokens": budget_tokens, "tokens_used": used,
+    t.update({"top_k": top_k, "context_budget": context_budget, "words_used": used,
               "candidates": len(ranked)})
     return Retrieval(query=query, items=kept, context="\n".join(lines), trace=t)

@@ -1,5 +1,5 @@
-"""`TrialResult`: what evaluating one architecture on one benchmark split produces — the
-objective, named scores, per-category scores, cost, per-query outcomes and the failure
+"""`TrialResult`: what evaluating one architecture on one benchmark split produces — its score
+(the metric's value), named scores, per-category scores, cost, per-query outcomes and the failure
 attribution (which module lost the answer) that the guided search diagnoses."""
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.deprecation import deprecated_attribute, renamed_keywords
 
 MODULES = ("encode", "manage", "store", "retrieve")
 
@@ -15,7 +16,7 @@ MODULES = ("encode", "manage", "store", "retrieve")
 class QueryOutcome:
     """One query or task of a trial.
 
-    ``score`` is the query's contribution to the objective (0..1); ``attribution`` names the
+    ``score`` is the query's contribution to the trial's score (0..1); ``attribution`` names the
     module that lost the answer for a failed query (``encode`` / ``manage`` / ``store`` /
     ``retrieve``), or None when it succeeded or could not be attributed; ``evidence`` holds the
     facts behind the attribution (gold ids, which were encoded, kept, stored, retrieved).
@@ -32,10 +33,13 @@ class QueryOutcome:
 
 @dataclass
 class TrialResult:
+    """One evaluation: ``score`` is the value of the metric ``metadata["metric"]`` names (the mean of
+    the outcomes' scores); ``scores`` holds every named score of the evaluation."""
+
     architecture: Architecture | None  # None: the no-memory baseline
     benchmark: str
     split: str
-    objective: float
+    score: float
     scores: dict[str, float] = field(default_factory=dict)
     per_category: dict[str, float] = field(default_factory=dict)
     cost: dict[str, float] = field(default_factory=dict)  # wall_s, memory_items, lm_calls, tokens_in/out[_role]
@@ -49,6 +53,8 @@ class TrialResult:
     fallbacks: dict[str, int] = field(default_factory=dict)
     lm_requests: dict[str, int] = field(default_factory=dict)
 
+    objective = deprecated_attribute("objective", "score", "TrialResult")
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["architecture"] = self.architecture.to_dict() if self.architecture else None
@@ -57,6 +63,11 @@ class TrialResult:
     @classmethod
     def from_dict(cls, d: dict) -> "TrialResult":
         d = dict(d)
+        if "objective" in d and "score" not in d:  # written by an earlier release
+            d["score"] = d.pop("objective")
+        meta = d.get("metadata") or {}
+        if "objective" in meta and "metric" not in meta:
+            d["metadata"] = {("metric" if k == "objective" else k): v for k, v in meta.items()}
         arch = Architecture.from_dict(d["architecture"]) if d.get("architecture") else None
         outcomes = [QueryOutcome(**o) for o in d.pop("outcomes", [])]
         d.pop("architecture", None)
@@ -64,3 +75,14 @@ class TrialResult:
 
     def failures(self) -> list[QueryOutcome]:
         return [o for o in self.outcomes if not o.success]
+
+
+_dataclass_init = TrialResult.__init__
+
+
+def _init(self: TrialResult, *args: Any, **kwargs: Any) -> None:
+    # ``TrialResult(..., objective=...)`` of earlier releases still builds one (with a warning).
+    _dataclass_init(self, *args, **renamed_keywords(kwargs, {"objective": "score"}, where="TrialResult()"))
+
+
+TrialResult.__init__ = _init  # type: ignore[method-assign]

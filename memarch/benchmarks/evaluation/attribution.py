@@ -147,7 +147,7 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
     depth = max(2 * int(top_k), 20)
     lost = set(lost)
     # None would mean "the program's budget" to program.read: a budget no context reaches instead.
-    deeper = read(query, top_k=depth, budget_tokens=1 << 30)
+    deeper = read(query, top_k=depth, context_budget=1 << 30)
     rank = next((i for i, s in enumerate(deeper.items, start=1) if lost & set(sources(s.item))), None)
     return {"gold_rank": rank, "rank_depth": depth, "read_items": int(read_items), "top_k": int(top_k)}
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from memarch.pipeline.retrieval import count_tokens
+from memarch.pipeline.retrieval import count_words
 
 
 def memory_costs(store: Any) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
@@ -19,13 +19,13 @@ def memory_costs(store: Any) -> tuple[dict[str, float], dict[str, dict[str, int]
         cost["memory_tokens"], per_ns["conv-26"]["tokens"]
 
     Costs: ``memory_items`` and ``memory_tokens`` summed over namespaces (tokens as the context
-    budget counts them, `count_tokens`), ``memory_tokens_max_ns`` the largest namespace (what one
+    budget counts them, `count_words`), ``memory_tokens_max_ns`` the largest namespace (what one
     user keeps). Deleted items (tombstones) are not memory a read can use, so they do not count.
     """
     per_ns: dict[str, dict[str, int]] = {}
     for ns in store.namespaces():
         active = store.list(ns)
-        per_ns[ns] = {"items": len(active), "tokens": sum(count_tokens(it.text) for it in active)}
+        per_ns[ns] = {"items": len(active), "tokens": sum(count_words(it.text) for it in active)}
     cost = {"memory_items": float(sum(v["items"] for v in per_ns.values())),
             "memory_tokens": float(sum(v["tokens"] for v in per_ns.values())),
             "memory_tokens_max_ns": float(max((v["tokens"] for v in per_ns.values()), default=0))}

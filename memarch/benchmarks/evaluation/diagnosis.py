@@ -22,7 +22,7 @@ class Diagnosis:
     """
 
     architecture: str
-    objective: float
+    score: float  # the trial's score (its metric's value)
     histogram: dict[str, int]
     failures: int
     unattributed: int
@@ -59,7 +59,7 @@ def diagnose(result: TrialResult) -> Diagnosis:
             ids[o.attribution].append(o.query_id)
     return Diagnosis(
         architecture=result.architecture.key() if result.architecture else "no-memory",
-        objective=result.objective,
+        score=result.score,
         histogram={m: int(hist.get(m, 0)) for m in MODULES},
         failures=len(failures) if failures else sum(hist.values()),
         unattributed=unattributed,

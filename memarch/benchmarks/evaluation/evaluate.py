@@ -36,7 +36,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
 
         arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
         result = evaluate(arch, get_benchmark("generated"), split="search")
-        result.objective, result.per_category, result.attribution
+        result.score, result.per_category, result.attribution
         evaluate(arch, bench, split="test", settings=EvaluationSettings(metric="evidence_recall"))
 
     Args:
@@ -122,9 +122,9 @@ class _Trial:
         exc = as_unavailable(exc) or exc  # a dead endpoint in any LM path: one LMUnavailableError line
         log.warning("trial %s on %s failed: %s", self.arch, self.bench_name, exc)
         named = "task_score" if isinstance(self.benchmark, TaskBenchmark) else self.settings.metric
-        return TrialResult(architecture=self.arch, benchmark=self.bench_name, split=self.split, objective=0.0,
+        return TrialResult(architecture=self.arch, benchmark=self.bench_name, split=self.split, score=0.0,
                            failed=True, error=f"{exc.__class__.__name__}: {exc}",
-                           metadata={"traceback": traceback.format_exc(limit=8), "objective": named})
+                           metadata={"traceback": traceback.format_exc(limit=8), "metric": named})
 
     def finish(self, result: TrialResult) -> TrialResult:
         """The measurements every result carries, failed or not: LM fallbacks, wall time,
@@ -138,7 +138,7 @@ class _Trial:
         if self.acct is not None:
             result.cost.update(self.acct.delta(self.before).to_metrics())
         result.cost["lm_tokens"] = lm_tokens(result.cost)
-        result.metadata.setdefault("budget_tokens", self.settings.context_budget)
+        result.metadata.setdefault("context_budget", self.settings.context_budget)
         result.metadata.setdefault("top_k", self.settings.read_top_k)
         return result
 
@@ -151,7 +151,7 @@ def build_program(arch_or_program: Any, resources: Resources, settings: Evaluati
     if isinstance(arch_or_program, MemoryProgram):
         return arch_or_program
     arch = arch_or_program if isinstance(arch_or_program, Architecture) else Architecture.from_dict(arch_or_program)
-    return MemoryProgram(arch, resources=resources, top_k=settings.read_top_k, budget_tokens=settings.context_budget,
+    return MemoryProgram(arch, resources=resources, top_k=settings.read_top_k, context_budget=settings.context_budget,
                          config=settings.config)
 
 

@@ -7,17 +7,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from memarch.errors import MemarchError
-from memarch.pipeline.retrieval import count_tokens
+from memarch.pipeline.retrieval import count_words
 
 _SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
 
 
 def raw_turn_tokens(benchmark: Any) -> dict[str, int]:
-    """Tokens (`count_tokens`) of every turn of every session, per namespace (conversation)."""
+    """Tokens (`count_words`) of every turn of every session, per namespace (conversation)."""
     out: dict[str, int] = {}
     for d in benchmark.dialogues:
-        tokens = sum(count_tokens(t.text) for s in d.sessions for t in s.turns)
-        tokens += sum(count_tokens(f"{st.action} {st.observation}") for s in d.sessions for st in s.steps)
+        tokens = sum(count_words(t.text) for s in d.sessions for t in s.turns)
+        tokens += sum(count_words(f"{st.action} {st.observation}") for s in d.sessions for st in s.steps)
         out[d.namespace] = out.get(d.namespace, 0) + tokens
     return out
 

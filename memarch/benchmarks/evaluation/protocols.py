@@ -56,7 +56,7 @@ class Deployment:
 
 
 def collect_then_deploy(program: "MemoryProgram | None", bench: TaskBenchmark, *,
-                        top_k: int | None = None, budget_tokens: int | None = None,
+                        top_k: int | None = None, context_budget: int | None = None,
                         on_collect: Callable[[AgentTask, Episode], None] | None = None
                         ) -> Iterator[Deployment]:
     """Run the collection phase (agent without memory; trajectories written), then yield one
@@ -77,7 +77,7 @@ def collect_then_deploy(program: "MemoryProgram | None", bench: TaskBenchmark, *
         context = None
         if program is not None:
             retrieval = program.read(Query(text=task.text, id=task.id, episode_id=task.id,
-                                           namespace=task.namespace), top_k=top_k, budget_tokens=budget_tokens)
+                                           namespace=task.namespace), top_k=top_k, context_budget=context_budget)
             context = retrieval.context
         episode = bench.attempt(task, context, retrieval=retrieval)
         if program is not None and bench.mode == "dynamic":

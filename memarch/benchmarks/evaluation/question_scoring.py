@@ -73,7 +73,7 @@ class QuestionScorer:
         metric, which needs them now."""
         if not q.answerable and self.reader is None:
             return None  # unanswerable: scored only with an LM
-        retrieval = read(query, top_k=self.top_k, budget_tokens=self.context_budget) if read is not None else None
+        retrieval = read(query, top_k=self.top_k, context_budget=self.context_budget) if read is not None else None
         items = [s.item for s in retrieval.items] if retrieval is not None else []
         context = retrieval.context if retrieval is not None else ""
         values: dict[str, float | None] = self.context_scores(q, context, items)

@@ -56,7 +56,7 @@ class EvaluationSettings:
     def of(cls, settings: "EvaluationSettings | None" = None, *, where: str = "evaluate()",
            **changes: Any) -> "EvaluationSettings":
         """``settings`` (default: the defaults) with ``changes``; an old keyword (``objective``,
-        ``budget_tokens``) warns and means its new name, an unknown one is a `TypeError`."""
+        ``context_budget``) warns and means its new name, an unknown one is a `TypeError`."""
         changes = renamed_keywords(changes, RENAMED, where=where)
         base = settings if settings is not None else cls()
         return base.replace(**changes) if changes else base

@@ -163,12 +163,12 @@ def stream_result(bench: Benchmark, outcomes: list[QueryOutcome], per_query: dic
     scores["retrieval_skipped"] = float(skipped)  # questions without gold evidence: no hit@k etc.
     return TrialResult(
         architecture=None, benchmark=bench.name, split=bench.split_name,
-        objective=mean(o.score for o in outcomes), scores=scores,
+        score=mean(o.score for o in outcomes), scores=scores,
         per_category={c: mean(v) for c, v in sorted(by_cat.items())},
         cost={**{k: round(v, 4) for k, v in timing.items()},
               **{k: v for k, v in read_costs(latency).items() if k != "read_s"}}, outcomes=outcomes,
         attribution={m: attribution.get(m, 0) for m in MODULES},
-        metadata={"objective": metric, "protocol": "stream", "success_threshold": threshold,
+        metadata={"metric": metric, "protocol": "stream", "success_threshold": threshold,
                   # per category, the turn-level retrieval metrics over the questions with evidence
                   "retrieval_per_category": _retrieval_per_category(outcomes)})
 

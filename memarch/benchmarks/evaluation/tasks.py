@@ -43,7 +43,7 @@ def run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, b
 
     with contextlib.ExitStack() as stack:
         traced = stack.enter_context(TracedProgram(program, trace)) if program is not None else None
-        for dep in collect_then_deploy(traced, bench, top_k=top_k, budget_tokens=budget,
+        for dep in collect_then_deploy(traced, bench, top_k=top_k, context_budget=budget,
                                        on_collect=lambda task, episode: count_agent(episode)):
             success = dep.score >= threshold
             successes.append(1.0 if dep.episode.outcome == "success" else 0.0)
@@ -66,17 +66,17 @@ def run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, b
         by_cat[o.category].append(o.score)
     attribution = Counter(o.attribution for o in outcomes if o.attribution)
     cost = {"write_s": round(traced.write_s, 4), **read_costs(traced.latency)} if traced is not None else {}
-    # The objective is the benchmark's task score (for TextWorldExpress: 1 for a success, else half
+    # The score is the benchmark's task score (for TextWorldExpress: 1 for a success, else half
     # the game's partial score), a finer search signal than the success rate reported beside it.
-    objective = mean(o.score for o in outcomes) if outcomes else 0.0
+    score = mean(o.score for o in outcomes) if outcomes else 0.0
     cost.update(skill_costs(behaviour))
     return TrialResult(
-        architecture=None, benchmark=bench.name, split=bench.split_name, objective=objective,
-        scores={"task_score": objective, "success_rate": mean(successes) if successes else 0.0,
+        architecture=None, benchmark=bench.name, split=bench.split_name, score=score,
+        scores={"task_score": score, "success_rate": mean(successes) if successes else 0.0,
                 "steps": mean(steps) if steps else 0.0, "tasks": float(len(outcomes))},
         per_category={c: mean(v) for c, v in sorted(by_cat.items())}, outcomes=outcomes, cost=cost,
         attribution={m: attribution.get(m, 0) for m in MODULES},
-        metadata={"objective": "task_score", "protocol": f"collect_deploy:{bench.mode}",
+        metadata={"metric": "task_score", "protocol": f"collect_deploy:{bench.mode}",
                   "success_threshold": threshold,
                   **({"memory_skill": dict(behaviour)} if behaviour else {})},
         lm_requests={"agent": agent["lm_requests"]} if agent["lm_requests"] else {},

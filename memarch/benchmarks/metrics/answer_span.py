@@ -3,8 +3,8 @@ context cut at the budget (the "has answer" test of dense-passage-retrieval eval
 
 Example::
 
-    answer_span("19 May 2023", "[turn 2023-05-19] Mel: hi", budget_tokens=200)   # 1.0
-    answer_span("19 May 2023", "Hey! [22 May 2023] hi", budget_tokens=200)       # 0.0 (bag: 0.667)
+    answer_span("19 May 2023", "[turn 2023-05-19] Mel: hi", context_budget=200)   # 1.0
+    answer_span("19 May 2023", "Hey! [22 May 2023] hi", context_budget=200)       # 0.0 (bag: 0.667)
     answer_span("Sweden, Norway and Denmark", "Norway and Sweden", 200)           # 2/3
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import string
 from functools import lru_cache
 
-from memarch.pipeline.retrieval import truncate_tokens
+from memarch.pipeline.retrieval import truncate_words
 
 # -- dates ---------------------------------------------------------------------------------------
 # Canonical form: the parts present, most significant first, month by name: "19 May 2023",
@@ -158,9 +158,9 @@ def gold_parts(answer: str) -> tuple[str, ...]:
     return tuple(f" {p} " for p in parts if p)
 
 
-def answer_span(answer: object, context: str, budget_tokens: int | None = 200) -> float:
+def answer_span(answer: object, context: str, context_budget: int | None = 200) -> float:
     """Share of the gold answer's parts whose normalised token sequence occurs contiguously in
-    ``context`` cut at ``budget_tokens`` words (cut first, exactly as `answer_recall` cuts).
+    ``context`` cut at ``context_budget`` words (cut first, exactly as `answer_recall` cuts).
 
     Rules, both sides: dates to canonical "year month day" tokens (see `canonical_dates`; numeric
     "19/05/2023" forms are not read: ambiguous), English number words to digits ("twenty-one" ->
@@ -180,7 +180,7 @@ def answer_span(answer: object, context: str, budget_tokens: int | None = 200) -
     parts = gold_parts(str(answer))
     if not parts:
         return 0.0
-    if budget_tokens is not None and len(context.split()) > budget_tokens:
-        context = truncate_tokens(context, budget_tokens)  # str.split and truncate_tokens agree on words
+    if context_budget is not None and len(context.split()) > context_budget:
+        context = truncate_words(context, context_budget)  # str.split and truncate_words agree on words
     have = " " + " ".join(filter(None, map(_normalised_line, context.split("\n")))) + " "
     return sum(1 for p in parts if p in have) / len(parts)

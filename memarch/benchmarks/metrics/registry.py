@@ -41,9 +41,9 @@ def check_metric(objective: str | None, reader: Any = None, judge: Any = None) -
     return objective
 
 
-def explain_metric(objective: str, budget_tokens: int | None = 200) -> str:
+def explain_metric(objective: str, context_budget: int | None = 200) -> str:
     """What an objective measures, in a few words ("" for an unknown name)."""
-    cut = f"the context cut at {budget_tokens} words" if budget_tokens else "the whole context"
+    cut = f"the context cut at {context_budget} words" if context_budget else "the whole context"
     if objective in RETRIEVAL_METRICS:
         name, _, k = objective.partition("@")
         what = {"hit": f"1 iff a gold evidence turn is among the first {k} covered turns",
@@ -58,8 +58,8 @@ def explain_metric(objective: str, budget_tokens: int | None = 200) -> str:
             "task_score": "the agent benchmark's task score"}.get(objective, "")
 
 
-def describe_metric(objective: str, budget_tokens: int | None = 200) -> str:
+def describe_metric(objective: str, context_budget: int | None = 200) -> str:
     """An objective named for printed output: "answer_span (LM-free: gold answer contiguous in the
     context cut at 200 words)"."""
-    what = explain_metric(objective, budget_tokens)
+    what = explain_metric(objective, context_budget)
     return f"{objective} ({what})" if what else objective

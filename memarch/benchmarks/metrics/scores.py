@@ -5,8 +5,8 @@ category rules), reimplemented.
 
 Example::
 
-    answer_span("7 May 2023", "[turn 2023-05-08] I went on 7 May", budget_tokens=200)    # 0.0
-    answer_recall("7 May 2023", "[turn 2023-05-08] I went on 7 May", budget_tokens=200)  # 2/3
+    answer_span("7 May 2023", "[turn 2023-05-08] I went on 7 May", context_budget=200)    # 0.0
+    answer_recall("7 May 2023", "[turn 2023-05-08] I went on 7 May", context_budget=200)  # 2/3
     qa_f1("Psychology; counseling", "psychology", "open-domain")                        # 1.0
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Iterable
 
 from memarch.benchmarks.metrics.answer_span import answer_span  # noqa: F401  (re-exported beside answer_recall)
 from memarch.benchmarks.metrics.porter import stem
-from memarch.pipeline.retrieval import truncate_tokens
+from memarch.pipeline.retrieval import truncate_words
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -73,7 +73,7 @@ def qa_f1(prediction: object, gold: object, category: str) -> float:
     return token_f1(prediction, gold)
 
 
-def answer_recall(answer: object, context: str, budget_tokens: int | None = 200) -> float:
+def answer_recall(answer: object, context: str, context_budget: int | None = 200) -> float:
     """Share of the gold answer's distinct normalised tokens present in ``context`` cut at the budget.
 
     The lenient LM-free objective (ANCHORS 6; the default is the stricter `answer_span`): no reader, so it measures whether memory *delivered* the
@@ -83,8 +83,8 @@ def answer_recall(answer: object, context: str, budget_tokens: int | None = 200)
     gold = set(answer_tokens(answer))
     if not gold:
         return 0.0
-    if budget_tokens is not None:
-        context = truncate_tokens(context, budget_tokens)
+    if context_budget is not None:
+        context = truncate_words(context, context_budget)
     have = set(answer_tokens(context))
     return len(gold & have) / len(gold)
 

@@ -1,4 +1,4 @@
-"""Memory budgets: the tokens a namespace keeps (`count_tokens` over its active items), the
+"""Memory budgets: the tokens a namespace keeps (`count_words` over its active items), the
 shared steps every budget policy ends with (refuse an item larger than the whole budget, prune
 the lowest-utility items), and the rewrites the policies share (an extractive summary, one
 item replacing several with lineage)."""
@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from memarch.pipeline.items import MemoryItem
-from memarch.pipeline.retrieval import SENTENCE_BREAK, count_tokens
+from memarch.pipeline.retrieval import SENTENCE_BREAK, count_words
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
 # Function words carry no content: a summary keeps the sentences with the most of the others.
@@ -33,7 +33,7 @@ def parse_budget(value: Any) -> int | None:
 
 @lru_cache(maxsize=1 << 16)
 def _tokens(text: str) -> int:
-    return count_tokens(text)
+    return count_words(text)
 
 
 def item_tokens(item: MemoryItem) -> int:
@@ -57,7 +57,7 @@ def extractive_summary(texts: list[str], max_tokens: int) -> str:
     ranked = sorted(range(len(sentences)), key=lambda i: (-len(set(content_words(sentences[i]))), i))
     chosen, used = [], 0
     for i in ranked:
-        n = count_tokens(sentences[i])
+        n = count_words(sentences[i])
         if n and used + n <= max_tokens and content_words(sentences[i]):
             chosen.append(i)
             used += n

@@ -17,7 +17,7 @@ from memarch.modules.managers._content import same_content
 from memarch.modules.managers._consolidation import clusters, linked_components, medoid, similar_pairs
 from memarch.modules.managers._promotion import trajectory_actions
 from memarch.pipeline.items import MemoryItem
-from memarch.pipeline.retrieval import count_tokens
+from memarch.pipeline.retrieval import count_words
 
 # Edges of the graph store that say two memories belong together.
 NEIGHBOUR_EDGES = ("SIMILAR", "COOCCURS", "REINFORCES")
@@ -32,7 +32,7 @@ def lm_text(manager: Any, members: list[MemoryItem], max_tokens: int) -> str | N
 
     def fits(pred: Any) -> bool:
         text = str(pred.general_memory).strip()
-        return bool(text) and count_tokens(text) <= max_tokens
+        return bool(text) and count_words(text) <= max_tokens
 
     pred = judge(check=fits, memories=[m.text for m in members])
     if pred is None:
@@ -115,12 +115,12 @@ def compress_sessions(manager: Any, store: Any, namespace: str, budget: int) -> 
             before = sum(item_tokens(m) for m in members)
             limit = max(1, int(before * manager.compress_ratio))
             text = lm_text(manager, members, limit) or extractive_summary([m.text for m in members], limit)
-            if len(members) < 2 or not text or count_tokens(text) >= before:
+            if len(members) < 2 or not text or count_words(text) >= before:
                 continue
             item = combined_item(members, text, members[0].kind, namespace, how="compressed")
             manager.replace(members, item, store, f"budget: compressed {len(members)} turns of session {sid} "
-                                                  f"({before} -> {count_tokens(text)} tokens)")
-            total -= before - count_tokens(text)
+                                                  f"({before} -> {count_words(text)} tokens)")
+            total -= before - count_words(text)
             manager.budget_stats["compressed"] += len(members)
 
 
@@ -149,12 +149,12 @@ def compress_trajectories(manager: Any, store: Any, namespace: str, budget: int)
         task = t.fields.get("task") or ""
         text = (f"Shortcut ({t.outcome}{': ' + task if task else ''}): " + "; ".join(actions)) if actions else ""
         text = lm_text(manager, [t], item_tokens(t) - 1) or text
-        if not text or count_tokens(text) >= item_tokens(t):
+        if not text or count_words(text) >= item_tokens(t):
             continue
         item = combined_item([t], text, "trajectory", namespace, how="compressed",
                              fields={"task": task, "actions": actions})
         manager.replace([t], item, store, f"budget: trajectory compressed to its actions "
-                                          f"({item_tokens(t)} -> {count_tokens(text)} tokens)")
+                                          f"({item_tokens(t)} -> {count_words(text)} tokens)")
         manager.budget_stats["compressed"] += 1
 
 
@@ -205,11 +205,11 @@ def generalise_groups(manager: Any, store: Any, namespace: str, budget: int) -> 
         members = [items[i] for i in g]
         before = sum(item_tokens(m) for m in members)
         text = lm_text(manager, members, before - 1) or members[medoid(vecs[g])].text
-        if count_tokens(text) >= before:
+        if count_words(text) >= before:
             continue
         item = combined_item(members, text, members[0].kind, namespace, how="generalised",
                              fields={"generalised_from": [m.id for m in members]})
         manager.replace(members, item, store, f"budget: {len(members)} related memories generalised "
-                                              f"into one ({before} -> {count_tokens(text)} tokens)")
+                                              f"into one ({before} -> {count_words(text)} tokens)")
         manager.budget_stats["generalised"] += len(members)
 

@@ -25,7 +25,7 @@ class Manager(dspy.Module):
         self.resources = resources or Resources()
         self.config = dict(config)
         self.period = int(config.get("period", type(self).period))
-        # Tokens (`count_tokens`) of active items a namespace may keep after any write; None: no limit.
+        # Tokens (`count_words`) of active items a namespace may keep after any write; None: no limit.
         self.memory_budget = parse_budget(config.get("memory_budget"))
         self.budget_stats = new_stats()
 

@@ -35,8 +35,8 @@ from memarch.modules.stores.lexical import tokenize
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.knobs import Knob
-from memarch.pipeline.retrieval import (LEAD, SENTENCE_BREAK, Retrieval, ScoredItem, count_tokens, dates_itself,
-                                        format_item, item_header, pack, truncate_tokens)
+from memarch.pipeline.retrieval import (LEAD, SENTENCE_BREAK, Retrieval, ScoredItem, count_words, dates_itself,
+                                        format_item, item_header, pack, truncate_words)
 
 PACKERS = ("items", "sentences", "window")
 ORDERS = ("rank", "time")
@@ -73,19 +73,19 @@ def pool_size(config: dict[str, Any], top_k: int) -> int:
     return max(top_k, 1) * (int(config.get("pack_pool", 2)) if packer_name(config) == "sentences" else 1)
 
 
-def pack_context(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: int | None,
+def pack_context(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: int | None,
                  config: dict[str, Any], embedder: Any, trace: dict[str, Any], store: Any = None) -> Retrieval:
     """The context of ``ranked`` under the configured packer (``store``: where a packer may look
     up more of the memory, e.g. an item's neighbouring turns)."""
     name, order = packer_name(config), int(config.get("pack_order", 0) or 0)
     compact = bool(int(config.get("pack_compact", 0) or 0))
     if name == "items":
-        packed = pack(query, ranked, top_k=top_k, budget_tokens=budget_tokens, trace=trace, compact=compact)
+        packed = pack(query, ranked, top_k=top_k, context_budget=context_budget, trace=trace, compact=compact)
         return _reorder(packed, _item_lines(packed, compact), order) if order else packed
     if name == "window":
-        return pack_window(query, ranked, top_k=top_k, budget_tokens=budget_tokens, store=store,
+        return pack_window(query, ranked, top_k=top_k, context_budget=context_budget, store=store,
                            window=int(config.get("pack_window", 1)), order=order, compact=compact, trace=trace)
-    return pack_sentences(query, ranked[:pool_size(config, top_k)], budget_tokens=budget_tokens, embedder=embedder,
+    return pack_sentences(query, ranked[:pool_size(config, top_k)], context_budget=context_budget, embedder=embedder,
                           rank_weight=float(config.get("pack_rank_weight", 3.0)),
                           dense_weight=float(config.get("pack_dense_weight", 3.0)),
                           lexical_weight=float(config.get("pack_lexical_weight", 0.5)), order=order,
@@ -96,10 +96,10 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in (p.strip() for p in SENTENCE_BREAK.split(text)) if s]
 
 
-def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int | None, embedder: Any = None,
+def pack_sentences(query: Query, ranked: list[ScoredItem], *, context_budget: int | None, embedder: Any = None,
                    rank_weight: float = 3.0, dense_weight: float = 3.0, lexical_weight: float = 0.5,
                    order: int = 0, compact: bool = False, trace: dict[str, Any] | None = None) -> Retrieval:
-    """Keep the best sentences of ``ranked`` within ``budget_tokens`` words, headers included.
+    """Keep the best sentences of ``ranked`` within ``context_budget`` words, headers included.
 
     ``compact``: headers as `item_header` shortens them; a sentence already kept under the same
     date (an event restating its turn) is skipped; items whose text opens with the same dated lead
@@ -107,19 +107,19 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, budget_tokens: int
 
     Example::
 
-        r = pack_sentences(Query("when did Ann move?"), ranked, budget_tokens=200, embedder=embedder)
+        r = pack_sentences(Query("when did Ann move?"), ranked, context_budget=200, embedder=embedder)
         r.items[0].trace["sentences"]       # indices of the item's sentences in the context
     """
     split = [split_sentences(scored.item.text) for scored in ranked]
     cands = [(r, j, s) for r, sentences in enumerate(split) for j, s in enumerate(sentences)]
     scores = _sentence_scores(query, cands, embedder, rank_weight=rank_weight, dense_weight=dense_weight,
                               lexical_weight=lexical_weight)
-    choice = _SentenceChoice(ranked, budget_tokens, compact)
+    choice = _SentenceChoice(ranked, context_budget, compact)
     for i in sorted(range(len(cands)), key=lambda i: (-scores[i], i)):
         choice.offer(*cands[i])
     items, lines, line_of = _sentence_lines(ranked, split, choice)
     t = dict(trace or {})
-    t.update({"packer": "sentences", "budget_tokens": budget_tokens, "tokens_used": choice.used,
+    t.update({"packer": "sentences", "context_budget": context_budget, "words_used": choice.used,
               "candidates": len(ranked), "sentences_scored": len(cands),
               **({"repeats_skipped": choice.skipped, "lines": len(lines)} if compact else {})})
     return _reorder(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order, line_of)
@@ -160,8 +160,8 @@ class _SentenceChoice:
     """The sentences kept so far, best first, and the words they cost: a sentence costs its words
     plus what its line needs that is not on the context yet (the item's header, its lead)."""
 
-    def __init__(self, ranked: list[ScoredItem], budget_tokens: int | None, compact: bool):
-        self.ranked, self.budget_tokens, self.compact = ranked, budget_tokens, compact
+    def __init__(self, ranked: list[ScoredItem], context_budget: int | None, compact: bool):
+        self.ranked, self.context_budget, self.compact = ranked, context_budget, compact
         self.leads = [_lead(scored.item.text) for scored in ranked]
         # compact: the dated lead an item shares with others on one line (None: the item has its own line)
         self.shared = [self.leads[r].strip() if compact and dates_itself(scored.item) else None
@@ -179,7 +179,7 @@ class _SentenceChoice:
             return
         shared = self.shared[r] is not None
         cost = self._shared_line_cost(r, j, sentence) if shared else self._own_line_cost(r, j, sentence)
-        if self.budget_tokens is not None and self.used + cost > self.budget_tokens:
+        if self.context_budget is not None and self.used + cost > self.context_budget:
             return
         self.chosen.setdefault(r, []).append(j)
         self.used += cost
@@ -195,18 +195,18 @@ class _SentenceChoice:
     def _shared_line_cost(self, r: int, j: int, sentence: str) -> int:
         """On a shared line: the sentence's words without the lead; the lead once per line."""
         lead = self.leads[r]
-        cost = count_tokens(sentence) - (count_tokens(lead) if j == 0 else 0)
-        return cost + (count_tokens(lead) if self.shared[r] not in self.paid else 0)
+        cost = count_words(sentence) - (count_words(lead) if j == 0 else 0)
+        return cost + (count_words(lead) if self.shared[r] not in self.paid else 0)
 
     def _own_line_cost(self, r: int, j: int, sentence: str) -> int:
         """On the item's own line: the first sentence kept brings the header (and the lead, unless
         it is that sentence); the first sentence kept later takes over the lead already paid."""
-        lead, cost = self.leads[r], count_tokens(sentence)
+        lead, cost = self.leads[r], count_words(sentence)
         if r not in self.chosen:
-            return cost + count_tokens(item_header(self.ranked[r].item, self.compact)) + (
-                count_tokens(lead) if j > 0 else 0)
+            return cost + count_words(item_header(self.ranked[r].item, self.compact)) + (
+                count_words(lead) if j > 0 else 0)
         if 0 not in self.chosen[r] and j == 0:
-            return cost - count_tokens(lead)
+            return cost - count_words(lead)
         return cost
 
 
@@ -311,7 +311,7 @@ def turn_index(store: Any, namespace: str) -> TurnIndex:
     return _TURN_INDEXES.get(store, namespace, lambda: TurnIndex(store.list(namespace)))
 
 
-def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_tokens: int | None,
+def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: int | None,
                 store: Any = None, window: int = 1, order: int = 0,
                 eligible: Callable[[MemoryItem], bool] | None = None, compact: bool = False,
                 trace: dict[str, Any] | None = None) -> Retrieval:
@@ -326,7 +326,7 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_to
 
     Example::
 
-        r = pack_window(Query("Where did Ann go?"), ranked, top_k=4, budget_tokens=200, store=store)
+        r = pack_window(Query("Where did Ann go?"), ranked, top_k=4, context_budget=200, store=store)
         r.items[0].trace["window"]          # ids of the turns added around the first item
     """
     ok = eligible or (lambda it: is_eligible(it, query))
@@ -338,13 +338,13 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, budget_to
             break
         cands = [(d, it) for d, it in _neighbour_turns(s.item, index, window)
                  if ok(it) and _turn_key(it) not in context.shown and _turn_key(it) not in hits]
-        fit = _widest_window(s.item, cands, context.used, budget_tokens, compact)
+        fit = _widest_window(s.item, cands, context.used, context_budget, compact)
         if fit is None:  # not even the hit alone fits: cut it, as `pack` does
-            context.cut(s, budget_tokens - context.used, compact)
+            context.cut(s, context_budget - context.used, compact)
             break
         context.add(s, *fit)
     t = dict(trace or {})
-    t.update({"packer": "window", "top_k": top_k, "budget_tokens": budget_tokens, "tokens_used": context.used,
+    t.update({"packer": "window", "top_k": top_k, "context_budget": context_budget, "words_used": context.used,
               "candidates": len(ranked), "window": int(window), "neighbours": context.added})
     return _reorder(Retrieval(query=query, items=context.kept, context="\n".join(context.lines), trace=t),
                     context.lines, order)
@@ -372,10 +372,10 @@ class _WindowContext:
         """Keep ``hit`` alone, cut to the ``left`` words of the budget, if at least `_MIN_CUT` are left."""
         if left < _MIN_CUT:
             return
-        line = truncate_tokens(format_item(hit.item, compact), left)
+        line = truncate_words(format_item(hit.item, compact), left)
         self.kept.append(ScoredItem(hit.item, hit.score, {**hit.trace, "window": [], "truncated": True}))
         self.lines.append(line)
-        self.used += count_tokens(line)
+        self.used += count_words(line)
 
 
 def _neighbour_turns(hit: MemoryItem, index: TurnIndex | None, window: int) -> list[tuple[int, MemoryItem]]:
@@ -385,7 +385,7 @@ def _neighbour_turns(hit: MemoryItem, index: TurnIndex | None, window: int) -> l
     return index.neighbours(hit, max(int(window), 0))
 
 
-def _widest_window(hit: MemoryItem, cands: list[tuple[int, MemoryItem]], used: int, budget_tokens: int | None,
+def _widest_window(hit: MemoryItem, cands: list[tuple[int, MemoryItem]], used: int, context_budget: int | None,
                    compact: bool) -> tuple[list[tuple[int, MemoryItem]], str, int] | None:
     """The hit with as many of its nearest ``cands`` as fit in what is left of the budget: its
     members in dialogue order (offset, turn), its line and the line's words; None when not even
@@ -393,8 +393,8 @@ def _widest_window(hit: MemoryItem, cands: list[tuple[int, MemoryItem]], used: i
     for n in range(len(cands), -1, -1):
         members = sorted([(0, hit), *cands[:n]], key=lambda m: m[0])
         line = _window_line(hit, members, compact) if n else format_item(hit, compact)
-        cost = count_tokens(line)
-        if budget_tokens is None or used + cost <= budget_tokens:
+        cost = count_words(line)
+        if context_budget is None or used + cost <= context_budget:
             return members, line, cost
     return None
 

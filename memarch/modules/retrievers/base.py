@@ -40,15 +40,15 @@ class Retriever(dspy.Module):
         raise NotImplementedError
 
     def retrieve(self, query: Query | str, store: Store, *, top_k: int = 4,
-                 budget_tokens: int | None = None) -> Retrieval:
+                 context_budget: int | None = None) -> Retrieval:
         if isinstance(query, str):
             query = Query(text=query)
         ranked = [s for s in self.rank(query, store, pool_size(self.config, top_k)) if eligible(s.item, query)]
         trace: dict[str, Any] = {"retriever": self.name}
         ranked = fuse_aware(query, ranked, store, config=self.config, embedder=self.resources.embedder, trace=trace)
-        return pack_context(query, ranked, top_k=top_k, budget_tokens=budget_tokens, config=self.config,
+        return pack_context(query, ranked, top_k=top_k, context_budget=context_budget, config=self.config,
                             embedder=self.resources.embedder, trace=trace, store=store)
 
     def forward(self, query: Query | str, store: Store, top_k: int = 4,
-                budget_tokens: int | None = None) -> Retrieval:
-        return self.retrieve(query, store, top_k=top_k, budget_tokens=budget_tokens)
+                context_budget: int | None = None) -> Retrieval:
+        return self.retrieve(query, store, top_k=top_k, context_budget=context_budget)

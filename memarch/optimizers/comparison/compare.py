@@ -229,4 +229,4 @@ def _score_baselines(cmp: Comparison, evaluator: Evaluator, space: ArchitectureS
             cmp.failed_baselines[name] = str(res.error)[:300]
             logger.warning("baseline %s failed on %s: %s", name, testset, res.error)
         else:
-            cmp.baselines[name] = res.objective
+            cmp.baselines[name] = res.score

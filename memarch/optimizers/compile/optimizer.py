@@ -252,12 +252,12 @@ class MemarchOptimizer:
 
         program = MemoryProgram(pick, resources=self.resources or Resources(lm=self.lm),
                                 **self.evaluator.program_settings())
-        metric = (test_result.metadata.get("objective") if test_result is not None else None) \
-            or (best.result.metadata.get("objective") if best is not None else None)
+        metric = (test_result.metadata.get("metric") if test_result is not None else None) \
+            or (best.result.metadata.get("metric") if best is not None else None)
         if not metric:
             return program
-        scores = {"search": best.objective if best is not None else None, "validation": validation,
-                  "test": None if test_result is None or test_result.failed else test_result.objective}
+        scores = {"search": best.score if best is not None else None, "validation": validation,
+                  "test": None if test_result is None or test_result.failed else test_result.score}
         record = self.evaluator.evaluation_record(
             {split: v if v is not None and math.isfinite(v) else None for split, v in scores.items()}, metric)
         if record is not None:

@@ -91,13 +91,13 @@ class CompileReport:
         objectives = settings.objectives
         report = cls(
             study=study, strategy=settings.strategy, seed=settings.seed, architecture=pick,
-            search_score=best.objective if best else float("nan"), validation_score=finalists[pick.key()],
-            test_score=None if test_result is None or test_failed else test_result.objective, finalists=finalists,
+            search_score=best.score if best else float("nan"), validation_score=finalists[pick.key()],
+            test_score=None if test_result is None or test_failed else test_result.score, finalists=finalists,
             curve=history.best_so_far(), trials=len(history), invalid_pruned=len(search.invalid),
             tokens=sum(sum(v for k, v in r.result.cost.items() if k.startswith("tokens")) for r in history.records),
             wall_s=wall_s, program_path=program_path, test_result=test_result,
             extras={"strategy_artifacts": (getattr(sampler, "rounds", None) or [{}])[-1], "space": settings.space_mode},
-            metric=best.result.metadata.get("objective", "") if best else "",
+            metric=best.result.metadata.get("metric", "") if best else "",
             warm_start=list(warm_start), counts=run_counts(search, history, sampler),
             evaluated=[r.architecture.key() for r in history.records], objectives=objectives,
             selection=settings.selection.describe(),

@@ -22,7 +22,7 @@ class BenchmarkEvaluator(Evaluator):
     Example::
 
         evaluator = BenchmarkEvaluator("generated", resources=Resources())
-        evaluator(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").objective
+        evaluator(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").score
 
     Args:
         benchmark: a `Benchmark` or a name for ``get_benchmark``.
@@ -92,9 +92,9 @@ class BenchmarkEvaluator(Evaluator):
                 "judge": s.judge, "success_threshold": s.success_threshold, "config": s.config}
 
     def program_settings(self) -> dict[str, Any]:
-        """``{"top_k", "budget_tokens"}`` the trials read with, and the program ``config`` they were
+        """``{"top_k", "context_budget"}`` the trials read with, and the program ``config`` they were
         built with when there is one: what a compiled program must carry."""
-        out: dict[str, Any] = {"top_k": self._settings.read_top_k, "budget_tokens": self._settings.context_budget}
+        out: dict[str, Any] = {"top_k": self._settings.read_top_k, "context_budget": self._settings.context_budget}
         if self._settings.config is not None:
             out["config"] = self._settings.config
         return out
@@ -107,8 +107,8 @@ class BenchmarkEvaluator(Evaluator):
 
         path = getattr(self._benchmark, "path", None)
         return EvaluationRecord(
-            benchmark=self._benchmark.name, objective=metric, top_k=self._settings.read_top_k,
-            budget_tokens=self._settings.context_budget,
+            benchmark=self._benchmark.name, metric=metric, top_k=self._settings.read_top_k,
+            context_budget=self._settings.context_budget,
             data=str(Path(path).resolve()) if path is not None else None, data_sha256=data_sha256(path),
             knobs={**getattr(self._benchmark, "knobs", {}), **self.knobs}, split=split_settings(self._benchmark),
             limit=self._limit, scores=dict(scores))

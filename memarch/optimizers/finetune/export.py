@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memarch.errors import MemarchError
+from memarch.pipeline.deprecation import renamed_keywords
 from memarch.optimizers.finetune.format import chat_line
 from memarch.optimizers.finetune.labels import Pair
 from memarch.optimizers.finetune.recorder import CallRecorder
@@ -59,7 +60,7 @@ class FinetuneExport:
         r = self.result
         ok = sum(o.success for o in r.outcomes)
         lines = [f"{r.benchmark} [{SPLIT}]: {len(r.outcomes)} queries judged the provenance ({ok} succeeded; "
-                 f"objective {r.metadata.get('objective')} {r.objective:.4f})",
+                 f"metric {r.metadata.get('metric')} {r.score:.4f})",
                  f"pairs considered {self.considered}, kept {len(self.lines)}, dropped {sum(self.dropped.values())}"]
         lines += [f"  dropped: {reason}: {n}" for reason, n in sorted(self.dropped.items(), key=lambda kv: -kv[1])]
         lines += [f"  kept: {module}: {n}" for module, n in sorted(self.kept_by_module.items())]
@@ -69,7 +70,7 @@ class FinetuneExport:
 
 
 def export_finetune(program: Any, benchmark: Any, *, min_score: float | None = None, limit: int | None = None,
-                    objective: str | None = None, adapter: str = "json", source: str = "") -> FinetuneExport:
+                    metric: str | None = None, adapter: str = "json", source: str = "", **renamed: Any) -> FinetuneExport:
     """Fine-tuning pairs of ``program``'s memory modules on ``benchmark``'s search split.
 
     Example::
@@ -88,7 +89,7 @@ def export_finetune(program: Any, benchmark: Any, *, min_score: float | None = N
         benchmark: a `Benchmark` or a name; only its ``search`` split is read.
         min_score: keep only pairs whose score is at least this (None: any successful provenance).
         limit: the first N questions (or tasks) of the split.
-        objective: the per-query score (default: the benchmark's LM-free default).
+        metric: the per-query score (default: the benchmark's LM-free default).
         adapter: ``json`` (what memarch's modules call their LM with) or ``chat`` (DSPy's default).
         source: where the program came from (a study or a file), kept in the metadata.
     """
@@ -100,14 +101,15 @@ def export_finetune(program: Any, benchmark: Any, *, min_score: float | None = N
     if any(program.store.count(ns, include_deleted=True) for ns in program.store.namespaces()):
         raise MemarchError("export needs a fresh program: its memory would mix with the search split's writes")
     with CallRecorder(program) as recorder:
-        settings = EvaluationSettings(context_budget=program.budget_tokens, top_k=program.top_k, metric=objective)
+        metric = renamed_keywords(renamed, {"objective": "metric"}, where="export_finetune()").get("metric", metric)
+        settings = EvaluationSettings(context_budget=program.context_budget, top_k=program.top_k, metric=metric)
         result = evaluate(program, benchmark, split=SPLIT, resources=program.resources, settings=settings,
                           limit=limit)
     if result.failed:
         raise MemarchError(f"the search-split run failed: {result.error}")
     readers = _readers(program.store, result.outcomes)
     meta = {"benchmark": result.benchmark, "split": SPLIT, "architecture": program.architecture.key(),
-            "objective": result.metadata.get("objective"), "adapter": adapter, "source": source}
+            "objective": result.metadata.get("metric"), "adapter": adapter, "source": source}
     lines, dropped, kept = [], Counter(), Counter()
     for pair in recorder.pairs:
         reason, line = _judge(pair, readers, result.outcomes, min_score, adapter, meta)

@@ -55,11 +55,11 @@ class BuildPlan:
     bench: Benchmark
     resources: Resources
     space: ArchitectureSpace
-    budget_tokens: int
+    context_budget: int
     top_k: int
     units: list[Unit]
     queries: dict[str, np.ndarray]
-    objectives: list[str]
+    metrics: list[str]
     meta: dict[str, Any]
 
     @property
@@ -124,7 +124,7 @@ def _units(archs: list) -> list[Unit]:
 def _query_table(bench: Benchmark, view: Benchmark, resources: Resources, budget: int, top_k: int
                  ) -> tuple[dict[str, np.ndarray], list[str]]:
     """The scored questions in stream order, their split (the benchmark's own rule) and text; and
-    the LM-free objectives evaluate() gives them (read off a no-memory run)."""
+    the LM-free metrics evaluate() gives them (read off a no-memory run)."""
     where: dict[str, tuple] = {}
     for d in bench.dialogues:
         for q in d.questions:
@@ -139,7 +139,7 @@ def _query_table(bench: Benchmark, view: Benchmark, resources: Resources, budget
     baseline = run_stream(None, view, EvaluationSettings(context_budget=budget, top_k=top_k, metric="answer_recall"),
                           attribute_all=True)[0]
     outs = baseline.outcomes
-    objectives = [o for o in METRICS if any(out.evidence.get(o) is not None for out in outs)]
+    metrics = [o for o in METRICS if any(out.evidence.get(o) is not None for out in outs)]
     qs = [where[o.query_id][1] for o in outs]
     table = {
         "query_id": np.array([q.id for q in qs], dtype=str),
@@ -149,12 +149,12 @@ def _query_table(bench: Benchmark, view: Benchmark, resources: Resources, budget
         "gold": np.array([str(q.answer) for q in qs], dtype=str),
         "query_evidence": np.array([EVIDENCE_SEP.join(q.evidence) for q in qs], dtype=str),
     }
-    for o in objectives:
+    for o in metrics:
         table[f"has_{o}"] = np.array([out.evidence.get(o) is not None for out in outs], dtype=bool)
-    return table, objectives
+    return table, metrics
 
 
-def plan_build(bench: Benchmark, *, resources: Resources | None = None, budget_tokens: int = 200,
+def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_budget: int = 200,
                sample: int | None = None, seed: int = 0, limit: int | None = None,
                knobs: dict[str, Any] | None = None, architectures: list | None = None,
                presets: bool = True, levers: dict[str, Any] | None = None) -> BuildPlan:
@@ -163,12 +163,12 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, budget_t
     Example::
 
         plan = plan_build(get_benchmark("generated", conversations=2), sample=20)
-        len(plan.units), plan.objectives
+        len(plan.units), plan.metrics
 
     Args:
         bench: a stream benchmark (all its questions are asked; each keeps its split label).
         resources: embedder and caches (no LM: landscapes are LM-free).
-        budget_tokens: context budget B; top_k is evaluate()'s default B / 10 (at least 4).
+        context_budget: context budget B; top_k is evaluate()'s default B / 10 (at least 4).
         sample: a seeded sample of N architectures of the LM-free space instead of all of them.
         seed: the sample's seed.
         limit: only the first N questions in stream order.
@@ -183,7 +183,7 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, budget_t
     resources = resources or Resources()
     if resources.lm is not None:
         raise MemarchError("landscapes are LM-free: build them without an LM")
-    top_k = max(4, budget_tokens // 10)
+    top_k = max(4, context_budget // 10)
     family = getattr(bench, "family", "conversation")
     space = ArchitectureSpace(family, lm_available=False)
     archs, preset_keys, added = _architectures(space, sample, seed, architectures, presets)
@@ -193,15 +193,15 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, budget_t
 
         archs = sorted(with_levers(archs, levers, space), key=lambda a: a.key())
     view = bench.limit(limit)
-    queries, objectives = _query_table(bench, view, resources, budget_tokens, top_k)
+    queries, metrics = _query_table(bench, view, resources, context_budget, top_k)
     from memarch._version import __version__
 
     meta = {
         "format": FORMAT, "benchmark": bench.name, "knobs": dict(knobs or {}),
         "data": data_fingerprint(getattr(bench, "path", None)), "family": family,
         "split": {"seed": bench.seed, "split_by": bench.split_by, "fractions": bench.fractions},
-        "context_budget": budget_tokens, "top_k": top_k, "limit": limit,
-        "embedder": resources.embedder.model_id, "objectives": objectives,
+        "context_budget": context_budget, "top_k": top_k, "limit": limit,
+        "embedder": resources.embedder.model_id, "objectives": metrics,
         "space": {"encoders": space.encoders, "stores": space.stores, "retrievers": space.retrievers,
                   "managers": space.managers, "valid": space.count_valid(), "lm_available": False},
         "sample": {"full": architectures is None and (sample is None or sample >= space.count_valid()),
@@ -216,7 +216,7 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, budget_t
     }
     # As it reads back from a file (tuples become lists), so a resumed build compares like with like.
     meta = json.loads(json.dumps(meta))
-    return BuildPlan(view, resources, space, budget_tokens, top_k, _units(archs), queries, objectives, meta)
+    return BuildPlan(view, resources, space, context_budget, top_k, _units(archs), queries, metrics, meta)
 
 
 def assign_shards(units: list[Unit], n: int) -> list[int]:
@@ -239,7 +239,7 @@ def _part(plan: BuildPlan, unit: Unit, rows: UnitRows, commit: str | None) -> La
     arrays = dict(plan.queries)
     arrays["keys"] = np.array(rows.keys, dtype=str)
     arrays["group"] = np.array(rows.group, dtype=np.int32)
-    for o in plan.objectives:
+    for o in plan.metrics:
         arrays[f"score_{o}"] = np.stack(rows.scores[o])
         if not np.array_equal(rows.has[o], plan.queries[f"has_{o}"]):
             raise MemarchError(f"unit {unit.id}: which questions have a value of {o} differs from the "
@@ -298,8 +298,8 @@ def build(plan: BuildPlan, out: str | Path, *, shard: tuple[int, int] | None = N
         asked = getattr(embedder, "requested", 0) - counted[1]
         new = getattr(embedder, "computed", 0) - counted[0]
         bar.set_postfix_str(unit.id[:40] + (f", embeddings {1 - new / asked:.0%} cached ({new} new)" if asked else ""))
-        rows = evaluate_unit(unit, plan.bench, plan.space, plan.resources, budget_tokens=plan.budget_tokens,
-                             top_k=plan.top_k, query_ids=plan.query_ids, objectives=plan.objectives)
+        rows = evaluate_unit(unit, plan.bench, plan.space, plan.resources, context_budget=plan.context_budget,
+                             top_k=plan.top_k, query_ids=plan.query_ids, metrics=plan.metrics)
         _part(plan, unit, rows, commit).save(_part_path(parts_dir, unit))
         bar.update(1)
     bar.close()

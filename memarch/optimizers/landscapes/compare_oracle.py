@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 AGREE = 1e-6  # |live - landscape| search score below this counts as the same value
 
 
-def check_landscape(landscape: "Landscape", benchmark: str, family: str, objective: str) -> None:
+def check_landscape(landscape: "Landscape", benchmark: str, family: str, metric: str) -> None:
     """One-line `MemarchError` when the landscape cannot score this compare's runs."""
     if landscape.benchmark != benchmark:
         raise MemarchError(f"--landscape {landscape.path}: built on {landscape.benchmark!r}, "
@@ -35,9 +35,9 @@ def check_landscape(landscape: "Landscape", benchmark: str, family: str, objecti
     if landscape.family != family:
         raise MemarchError(f"--landscape {landscape.path}: a {landscape.family} landscape, the compare "
                            f"searches the {family} space")
-    if objective not in landscape.objectives:
-        raise MemarchError(f"--landscape {landscape.path}: objective {objective!r} is not stored "
-                           f"(stored: {', '.join(landscape.objectives)})")
+    if metric not in landscape.metrics:
+        raise MemarchError(f"--landscape {landscape.path}: metric {metric!r} is not stored "
+                           f"(stored: {', '.join(landscape.metrics)})")
 
 
 class OracleView:
@@ -45,7 +45,7 @@ class OracleView:
 
     Example::
 
-        view = OracleView(Landscape.load("locomo.npz"), cmp.runs, budget=20, objective="answer_span")
+        view = OracleView(Landscape.load("locomo.npz"), cmp.runs, budget=20, metric="answer_span")
         view.rows()[0]["trials_to_top"]      # (median, low, high) over seeds; budget+1 when never
         print("\\n".join(view.lines()))
 
@@ -53,17 +53,17 @@ class OracleView:
         landscape: a landscape of the compared benchmark (same splits: check ``agreement()``).
         runs: strategy -> one `CompileReport` per seed (``Comparison.runs``).
         budget: the compare's budget; a run that never met a top architecture counts budget+1.
-        objective: the compare's objective.
+        metric: the compare's metric.
         top_share: what a top architecture is (the best share by search score, as in replays).
     """
 
     def __init__(self, landscape: "Landscape", runs: dict[str, list["CompileReport"]], *, budget: int,
-                 objective: str, top_share: float = 0.01):
-        self.table = LandscapeTable(landscape, objective, top_share)
+                 metric: str, top_share: float = 0.01):
+        self.table = LandscapeTable(landscape, metric, top_share)
         self.landscape = landscape
         self.runs = runs
         self.budget = int(budget)
-        self.objective = objective
+        self.metric = metric
 
     def _row(self, key: str) -> int | None:
         return self.landscape.index(key) if key in self.landscape else None

@@ -20,7 +20,7 @@ class LandscapeEvaluator(Evaluator):
     Example::
 
         evaluator = LandscapeEvaluator(Landscape.load("locomo.npz"), metric="answer_recall")
-        evaluator(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").objective
+        evaluator(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").score
         evaluator.evaluations     # 1 (lookups)
 
     Args:
@@ -33,7 +33,7 @@ class LandscapeEvaluator(Evaluator):
         metric = renamed_keywords(renamed, {"objective": "metric"}, where="LandscapeEvaluator()").get("metric", metric)
         self.landscape = landscape
         self._metric = metric or landscape.default_metric
-        landscape._check_objective(self._metric)
+        landscape._check_metric(self._metric)
         self.threshold = float(threshold)
         self.lookups = 0
         self.missing = 0
@@ -63,10 +63,10 @@ class LandscapeEvaluator(Evaluator):
             self.missing += 1
             sample = self.landscape.meta.get("sample", {})
             return TrialResult(
-                architecture=architecture, benchmark=self.landscape.benchmark, split=split, objective=0.0,
+                architecture=architecture, benchmark=self.landscape.benchmark, split=split, score=0.0,
                 failed=True, error=f"{key_of(architecture)} is not in the landscape (sampled: "
                                    f"{sample.get('architectures', len(self.landscape) - 1)} of {sample.get('space', '?')})",
-                metadata={"objective": self._metric, "landscape": self.landscape.path})
+                metadata={"metric": self._metric, "landscape": self.landscape.path})
         result = self.landscape.result(architecture, split, self._metric, self.threshold)
         if on_instance is not None:
             from memarch.optimizers.pruners import staged

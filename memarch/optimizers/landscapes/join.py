@@ -35,7 +35,7 @@ def check_compatible(first: Landscape, other: Landscape) -> None:
         if a.get(k) != b.get(k):
             raise MemarchError(f"{where}: incompatible with {first.path or 'the first part'}: "
                                f"'{k}' differs (built with other settings)")
-    for name in QUERY_ARRAYS + tuple(f"has_{o}" for o in first.objectives):
+    for name in QUERY_ARRAYS + tuple(f"has_{o}" for o in first.metrics):
         if not np.array_equal(first.arrays[name], other.arrays[name]):
             raise MemarchError(f"{where}: incompatible with {first.path or 'the first part'}: "
                                f"the question table differs ({name})")

@@ -68,13 +68,13 @@ class Replay:
     Example::
 
         land = Landscape.load("locomo.npz")
-        replay = Replay(land, objective="answer_span", budget=20)
+        replay = Replay(land, metric="answer_span", budget=20)
         report = replay.run_all(["guided", "random", "tpe"], seeds=range(50))
         print(report.table())
 
     Args:
         landscape: the table.
-        objective: a stored objective (default: the landscape's).
+        metric: a stored metric (default: the landscape's).
         budget: distinct architectures per run (the warm start included); the pick comes from these.
         horizon: how far runs continue to measure trials to a top architecture (>= budget).
         warm_start: ``presets`` (k seeded presets, the same round 0 for every strategy of a seed) or ``none``.
@@ -88,14 +88,16 @@ class Replay:
             the first (complete) top architecture.
     """
 
-    def __init__(self, landscape: "Landscape", *, objective: str | None = None, budget: int = 20,
+    def __init__(self, landscape: "Landscape", *, metric: str | None = None, budget: int = 20,
                  horizon: int | None = None, warm_start: str = "presets", k: int = 3, finalists: int = 3,
-                 top_share: float = 0.01, threshold: float = 0.5, pruner: str = "none"):
+                 top_share: float = 0.01, threshold: float = 0.5, pruner: str = "none", **renamed: Any):
         from memarch.optimizers.landscapes.evaluator import LandscapeEvaluator
+        from memarch.pipeline.deprecation import renamed_keywords
 
+        metric = renamed_keywords(renamed, {"objective": "metric"}, where="Replay()").get("metric", metric)
         self.landscape = landscape
-        self.evaluator = LandscapeEvaluator(landscape, metric=objective, threshold=threshold)
-        self.objective = self.evaluator.metric
+        self.evaluator = LandscapeEvaluator(landscape, metric=metric, threshold=threshold)
+        self.metric = self.evaluator.metric
         self.budget = int(budget)
         self.horizon = max(int(horizon or 10 * budget), self.budget)
         self.warm_start = warm_start
@@ -103,7 +105,7 @@ class Replay:
         self.space = LandscapeSubspace(landscape)
         self.pruner = check_pruner(pruner)
         self.instances = len({instance_of(q) for q in landscape.arrays["query_id"][landscape.splits["search"]].tolist()})
-        self.table = LandscapeTable(landscape, self.objective, top_share)
+        self.table = LandscapeTable(landscape, self.metric, top_share)
         # A landscape built with levers (levers.py) is searched as categorical choices plus those
         # knob levels; a sampled one: strategies draw among its architectures (snap.py), runs stop at its size.
         levers = landscape.meta.get("levers") or {}
@@ -227,13 +229,13 @@ class LandscapeTable:
     the top architectures by search score (ties: lower memory cost), the oracle (best test score)
     and the presets."""
 
-    def __init__(self, landscape: "Landscape", objective: str, top_share: float = 0.01):
+    def __init__(self, landscape: "Landscape", metric: str, top_share: float = 0.01):
         self.landscape = landscape
-        self.objective = objective
+        self.metric = metric
         self.rows = [i for i, k in enumerate(landscape.keys) if k != "none"]
-        self.search = landscape.objective_values("search", objective)
-        self.validation = landscape.objective_values("validation", objective)
-        self.test = landscape.objective_values("test", objective)
+        self.search = landscape.metric_values("search", metric)
+        self.validation = landscape.metric_values("validation", metric)
+        self.test = landscape.metric_values("test", metric)
         cost_name = "memory_tokens" if "cost_memory_tokens" in landscape.arrays else "memory_items"
         self.cost = landscape.cost(cost_name) if f"cost_{cost_name}" in landscape.arrays else np.zeros(len(landscape))
         ranked = sorted(self.rows, key=lambda i: (-self.search[i], self.cost[i], landscape.keys[i]))
@@ -260,4 +262,4 @@ class LandscapeTable:
 
     def query_scores(self, row: int, split: str = "test") -> np.ndarray:
         idx = self.landscape.splits[split]
-        return self.landscape.scores(self.objective)[row, idx].astype(np.float64)
+        return self.landscape.scores(self.metric)[row, idx].astype(np.float64)

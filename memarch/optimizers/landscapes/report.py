@@ -140,7 +140,7 @@ class ReplayReport:
         n_q = {s: len(land.splits[s]) for s in ("search", "validation", "test")}
         lines = [f"landscape {land.path or ''}: {land.benchmark}, {len(t.rows)} architectures, questions "
                  f"search/validation/test {n_q['search']}/{n_q['validation']}/{n_q['test']} "
-                 f"(split by {land.meta.get('split', {}).get('split_by', '?')}); objective {rp.objective}",
+                 f"(split by {land.meta.get('split', {}).get('split_by', '?')}); metric {rp.metric}",
                  f"protocol: budget {rp.budget} distinct architectures per run (warm start {rp.warm_start}: "
                  f"{rp.k} seeded presets, the same for every strategy of a seed), pick chosen on validation "
                  f"among {rp.finalists} finalists; runs continue to {rp.horizon} trials to time the top; "
@@ -172,7 +172,7 @@ class ReplayReport:
 
     def to_dict(self) -> dict[str, Any]:
         rp = self.replay
-        return {"landscape": self.table_.landscape.path, "objective": rp.objective, "budget": rp.budget,
+        return {"landscape": self.table_.landscape.path, "metric": rp.metric, "budget": rp.budget,
                 "horizon": rp.horizon, "warm_start": rp.warm_start, "k": rp.k, "top": sorted(self.table_.top),
                 "gap": self.gap(), "rows": self.rows(),
                 "ratios": {s: list(v) for s, v in self.ratios().items()},
@@ -206,7 +206,7 @@ class ReplayReport:
             ax.axvline(rp.budget, ls=":", color="grey", lw=1)
             ax.set_xlabel("distinct architectures evaluated")
             ax.legend(fontsize=8)
-        ax1.set_ylabel(f"best-so-far search {rp.objective}")
+        ax1.set_ylabel(f"best-so-far search {rp.metric}")
         ax2.set_ylabel(f"share of seeds with a top-{self.table_.n_top} architecture")
         fig.suptitle(f"replay on {self.table_.landscape.benchmark} ({len(self.table_.rows)} architectures); "
                      f"dotted: budget {rp.budget}", fontsize=9)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from memarch.pipeline.deprecation import moved_names
+from memarch.pipeline.deprecation import deprecated_attribute, moved_names, warn_renamed
 
 from memarch.benchmarks.base import SPLITS
 from memarch.errors import DataError, MemarchError
@@ -61,8 +61,8 @@ class _Split:
         self.base = [{"question": q, "gold_answer": g}
                      for q, g in zip(a["question"][self.idx].tolist(), a["gold"][self.idx].tolist())]
         self.evidence = [e.split(EVIDENCE_SEP) if e else [] for e in a["query_evidence"][self.idx].tolist()]
-        self.has = {o: a[f"has_{o}"][self.idx] for o in land.objectives}
-        rows = np.stack([self.has[o] for o in land.objectives], axis=1) if land.objectives else np.ones((len(self.idx), 0), bool)
+        self.has = {o: a[f"has_{o}"][self.idx] for o in land.metrics}
+        rows = np.stack([self.has[o] for o in land.metrics], axis=1) if land.metrics else np.ones((len(self.idx), 0), bool)
         self.has_rows = [tuple(r) for r in rows.tolist()]
         self.has_all = rows.all(axis=1).tolist()
         self.static = list(zip(self.ids, self.base, self.cat_list, self.has_all, self.has_rows, self.evidence))
@@ -74,14 +74,14 @@ class Landscape:
     Example::
 
         land = Landscape.load("generated.npz")
-        land.result(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").objective
-        land.objective_values("test", "answer_recall").max()     # the oracle's test score
+        land.result(Architecture(("turn",), "vector", "hybrid", "lightweight"), "search").score
+        land.metric_values("test", "answer_recall").max()     # the oracle's test score
 
     Args:
-        meta: the build's description (format, benchmark, split, budget, space, objectives, ...).
-        arrays: ``keys``, ``group``, ``score_<objective>`` [A, Q], ``loss_stage`` [A, Q],
+        meta: the build's description (format, benchmark, split, budget, space, metrics, ...).
+        arrays: ``keys``, ``group``, ``score_<metric>`` [A, Q], ``loss_stage`` [A, Q],
             ``cost_<name>`` [A], and the query table (``query_id``, ``query_split``, ...,
-            ``has_<objective>`` [Q]: the question has a value of it, else the score is a fallback).
+            ``has_<metric>`` [Q]: the question has a value of it, else the score is a fallback).
         path: where it was loaded from (reported in results).
     """
 
@@ -91,7 +91,7 @@ class Landscape:
         self.path = str(path) if path is not None else None
         self.keys: list[str] = arrays["keys"].tolist()
         self._index = {k: i for i, k in enumerate(self.keys)}
-        self.objectives: tuple[str, ...] = tuple(meta["objectives"])
+        self.metrics: tuple[str, ...] = tuple(meta["objectives"])
         self._splits: dict[str, _Split] = {}
         self._values: dict[tuple[str, str], np.ndarray] = {}
         self._archs: dict[int, Architecture | None] = {}
@@ -135,7 +135,7 @@ class Landscape:
 
     @property
     def default_metric(self) -> str:
-        return "answer_span" if "answer_span" in self.objectives else self.objectives[0]
+        return "answer_span" if "answer_span" in self.metrics else self.metrics[0]
 
     @property
     def splits(self) -> dict[str, np.ndarray]:
@@ -165,15 +165,15 @@ class Landscape:
     def cost(self, name: str) -> np.ndarray:
         return self.arrays[f"cost_{name}"]
 
-    def scores(self, objective: str) -> np.ndarray:
-        """[A, Q] per-query scores of ``objective`` (its fallback where the question has no value)."""
-        self._check_objective(objective)
-        return self.arrays[f"score_{objective}"]
+    def scores(self, metric: str) -> np.ndarray:
+        """[A, Q] per-query scores of ``metric`` (its fallback where the question has no value)."""
+        self._check_metric(metric)
+        return self.arrays[f"score_{metric}"]
 
-    def _check_objective(self, objective: str) -> None:
-        if objective not in self.objectives:
-            raise MemarchError(f"objective {objective!r} is not stored in this landscape "
-                               f"(stored: {', '.join(self.objectives)})")
+    def _check_metric(self, metric: str) -> None:
+        if metric not in self.metrics:
+            raise MemarchError(f"metric {metric!r} is not stored in this landscape "
+                               f"(stored: {', '.join(self.metrics)})")
 
     def _split(self, split: str) -> _Split:
         if split not in self._splits:
@@ -182,31 +182,39 @@ class Landscape:
             self._splits[split] = _Split(self, SPLITS.index(split))
         return self._splits[split]
 
+    # Names of earlier releases (one release of grace, with a warning).
+    objectives = deprecated_attribute("objectives", "metrics", "Landscape")
+
     def objective_values(self, split: str, objective: str | None = None) -> np.ndarray:
-        """[A] mean ``objective`` over the split's questions, per architecture."""
-        objective = objective or self.default_metric
-        key = (split, objective)
+        """Deprecated: `metric_values`."""
+        warn_renamed("objective_values", "metric_values", "Landscape")
+        return self.metric_values(split, objective)
+
+    def metric_values(self, split: str, metric: str | None = None) -> np.ndarray:
+        """[A] mean ``metric`` over the split's questions, per architecture."""
+        metric = metric or self.default_metric
+        key = (split, metric)
         if key not in self._values:
             idx = self._split(split).idx
-            sc = self.scores(objective)[:, idx].astype(np.float64)
+            sc = self.scores(metric)[:, idx].astype(np.float64)
             self._values[key] = sc.mean(axis=1) if len(idx) else np.zeros(len(self.keys))
         return self._values[key]
 
     # -- a trial as a lookup ----------------------------------------------------------------------
-    def result(self, architecture: Architecture | str | None, split: str, objective: str | None = None,
+    def result(self, architecture: Architecture | str | None, split: str, metric: str | None = None,
                threshold: float = 0.5) -> TrialResult:
         """The `TrialResult` evaluate() gave this architecture on ``split`` (per-query scores,
         success at ``threshold``, attribution of the failures, costs of the whole-stream run)."""
-        objective = objective or self.default_metric
-        self._check_objective(objective)
+        metric = metric or self.default_metric
+        self._check_metric(metric)
         row = self.index(architecture)
         s = self._split(split)
         a = self.arrays
-        score = a[f"score_{objective}"][row, s.idx]
+        score = a[f"score_{metric}"][row, s.idx]
         ok = score >= threshold
         stage = a["loss_stage"][row, s.idx]
         lost = np.where(ok, -1, stage)
-        names = self.objectives
+        names = self.metrics
         columns = [a[f"score_{o}"][row, s.idx].tolist() for o in names]
         outcomes = []
         new, attrs = QueryOutcome.__new__, [None, *MODULES]
@@ -226,23 +234,23 @@ class Landscape:
             outcomes.append(o)
         sc64 = score.astype(np.float64)
         scores = {}
-        for o in self.objectives:
+        for o in self.metrics:
             m = s.has[o]
             if m.any():
                 scores[o] = float(a[f"score_{o}"][row, s.idx][m].astype(np.float64).mean())
         scores["questions"] = float(len(s.idx))
-        if "hit@1" in self.objectives:  # as evaluate() counts them: questions with no gold evidence ids
+        if "hit@1" in self.metrics:  # as evaluate() counts them: questions with no gold evidence ids
             scores["retrieval_skipped"] = float(len(s.idx) - int(s.has["hit@1"].sum()))
         by_cat = np.bincount(s.cat_code, weights=sc64, minlength=len(s.categories))
         hist = np.bincount(lost[lost >= 0], minlength=len(MODULES))
         return TrialResult(
             architecture=self.architecture(row), benchmark=self.benchmark, split=split,
-            objective=float(sc64.mean()) if len(sc64) else 0.0, scores=scores,
+            score=float(sc64.mean()) if len(sc64) else 0.0, scores=scores,
             per_category={c: float(by_cat[j] / s.cat_count[j]) for j, c in enumerate(s.categories)},
             cost={name: float(a[f"cost_{name}"][row]) for name in COSTS if f"cost_{name}" in a},
             outcomes=outcomes, attribution={m: int(hist[j]) for j, m in enumerate(MODULES)},
-            metadata={"objective": objective, "protocol": "stream", "success_threshold": threshold,
-                      "budget_tokens": self.meta.get("context_budget"), "top_k": self.meta.get("top_k"),
+            metadata={"metric": metric, "protocol": "stream", "success_threshold": threshold,
+                      "context_budget": self.meta.get("context_budget"), "top_k": self.meta.get("top_k"),
                       "landscape": self.path, "group": int(a["group"][row])})
 
 

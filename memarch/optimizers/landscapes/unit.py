@@ -115,7 +115,7 @@ class _Reader:
         self.latency: list[float] = []
         self.computed = self.reused = 0
 
-    def __call__(self, query: "Query", *, top_k: int | None = None, budget_tokens: int | None = None) -> Retrieval:
+    def __call__(self, query: "Query", *, top_k: int | None = None, context_budget: int | None = None) -> Retrieval:
         p, program = self.p, self.p.program
         key = None if p.digest is None else (p.digest, self.reader_id, query.id)
         hit = p.memo.get(key) if key is not None else None
@@ -126,7 +126,7 @@ class _Reader:
             return hit.retrieval(query)
         t0 = time.perf_counter()
         r = self.retriever.retrieve(query, program.store, top_k=top_k or program.top_k,
-                                    budget_tokens=budget_tokens if budget_tokens is not None else program.budget_tokens)
+                                    context_budget=context_budget if context_budget is not None else program.context_budget)
         dt = time.perf_counter() - t0
         self.computed += 1
         self.latency.append(dt)
@@ -137,12 +137,12 @@ class _Reader:
 
 @dataclass
 class UnitRows:
-    """A unit's rows: keys, per-query scores per objective, loss stages, costs, local group ids.
+    """A unit's rows: keys, per-query scores per metric, loss stages, costs, local group ids.
 
     Example::
 
-        rows = evaluate_unit(unit, bench, space, resources, budget_tokens=200, top_k=20,
-                             query_ids=plan.query_ids, objectives=plan.objectives)
+        rows = evaluate_unit(unit, bench, space, resources, context_budget=200, top_k=20,
+                             query_ids=plan.query_ids, metrics=plan.metrics)
         rows.keys, rows.groups, rows.stats["reads_reused"]
     """
 
@@ -155,13 +155,13 @@ class UnitRows:
     groups: list[dict] = field(default_factory=list)
     stats: dict[str, float] = field(default_factory=dict)
 
-    def add(self, key: str, result: "TrialResult", query_ids: list[str], objectives: list[str],
+    def add(self, key: str, result: "TrialResult", query_ids: list[str], metrics: list[str],
             costs: dict[str, float], group: int) -> None:
         got = [o.query_id for o in result.outcomes]
         if got != query_ids:
             raise RuntimeError(f"{key}: the stream asked {len(got)} questions, not the {len(query_ids)} planned")
         self.keys.append(key)
-        for o in objectives:
+        for o in metrics:
             self.scores.setdefault(o, []).append(np.array(
                 [metric_score(out.evidence, o) for out in result.outcomes], dtype=np.float32))
             has = np.array([out.evidence.get(o) is not None for out in result.outcomes], dtype=bool)
@@ -195,14 +195,14 @@ def _retriever(arch: Architecture, space: "ArchitectureSpace", resources: "Resou
 
 
 def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", resources: "Resources", *,
-                  budget_tokens: int, top_k: int, query_ids: list[str], objectives: list[str]) -> UnitRows:
+                  context_budget: int, top_k: int, query_ids: list[str], metrics: list[str]) -> UnitRows:
     """Evaluate every architecture of ``unit`` on all questions of ``bench`` (one stream)."""
     rows = UnitRows()
     started = time.perf_counter()
-    settings = EvaluationSettings(context_budget=budget_tokens, top_k=top_k, metric=objectives[0])
+    settings = EvaluationSettings(context_budget=context_budget, top_k=top_k, metric=metrics[0])
     if unit.encoders is None:
         result = run_stream(None, bench, settings, attribute_all=True)[0]
-        rows.add("none", result, query_ids, objectives, {"memory_items": 0, "memory_tokens": 0, "memory_tokens_max_ns": 0, "write_s": 0,
+        rows.add("none", result, query_ids, metrics, {"memory_items": 0, "memory_tokens": 0, "memory_tokens_max_ns": 0, "write_s": 0,
                                                          **read_costs([]), "embeddings_computed": 0}, 0)
         rows.groups.append({"id": 0, "members": ["none"], "reason": SINGLE})
         rows.stats = {"wall_s": time.perf_counter() - started}
@@ -224,7 +224,7 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
         # One reader per (retriever, knob levels): reads never change memory, so a landscape built
         # with levers (levers.py) reads every setting of a retriever from the same write pass.
         archs = sorted(by_manager[manager], key=lambda a: (order[a.retrieve], a.key()))
-        program = MemoryProgram(archs[0], resources=resources, top_k=top_k, budget_tokens=budget_tokens)
+        program = MemoryProgram(archs[0], resources=resources, top_k=top_k, context_budget=context_budget)
         p = _Pass(number, program, memo)
         readers = [p.reader(program.retriever, _reader_id(archs[0]))] + [
             p.reader(_retriever(a, space, resources), _reader_id(a)) for a in archs[1:]]
@@ -252,7 +252,7 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
         memory = memory_costs(store)[0]
         embeddings = getattr(resources.embedder, "computed", 0) - embedded
         for arch, reader, result in zip(archs, readers, results):
-            rows.add(arch.key(), result, query_ids, objectives,
+            rows.add(arch.key(), result, query_ids, metrics,
                      {**memory, "write_s": result.cost.get("write_s", 0.0), **read_costs(reader.latency),
                       "embeddings_computed": embeddings}, group)
         stats["write_passes"] += 1

@@ -258,4 +258,4 @@ def score(program: MemoryProgram, evaluator: "Evaluator", split: str) -> float:
                       limit=evaluator.limit)
     if result.failed:
         raise MemarchError(f"prompt optimisation: scoring the program on {split} failed: {result.error}")
-    return float(result.objective)
+    return float(result.score)

@@ -72,7 +72,7 @@ class StudentRuntime:
         self.judge = settings.judge
         self.metric = check_metric(settings.metric, reader, self.judge)
         self.threshold = float(settings.success_threshold)
-        self.budget = template.budget_tokens
+        self.budget = template.context_budget
         self.top_k = template.top_k or default_top_k(self.budget)
         self.questions: dict[str, tuple[Any, int, Any, Any]] = {}  # id -> (dialogue, schedule index, q, session)
         self.turns: dict[tuple[str, str], str] = {}  # (namespace, turn id) -> text: the missed evidence
@@ -143,7 +143,7 @@ class StudentRuntime:
         memory = self._memories.get(key)
         if memory is None or memory.written > index + 1:
             program = MemoryProgram(self.template.architecture, resources=self.template.resources,
-                                    top_k=self.template.top_k, budget_tokens=self.budget,
+                                    top_k=self.template.top_k, context_budget=self.budget,
                                     config=self.template.module_config)
             memory = _Memory(program)
             self.memories_written += 1

@@ -93,7 +93,7 @@ def partial_result(result: TrialResult, outcomes: list[QueryOutcome], done: int,
     meta = dict(result.metadata)
     meta["instances"] = {"done": done, "total": total}
     return TrialResult(architecture=result.architecture, benchmark=result.benchmark, split=result.split,
-                       objective=sum(float(o.score) for o in outcomes) / n if n else 0.0,
+                       score=sum(float(o.score) for o in outcomes) / n if n else 0.0,
                        scores={"questions": float(n)},
                        per_category={c: sum(v) / len(v) for c, v in sorted(by_cat.items())},
                        cost={}, outcomes=list(outcomes), attribution={m: lost.get(m, 0) for m in MODULES},

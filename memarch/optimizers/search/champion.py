@@ -29,7 +29,7 @@ def _binom_greater(wins: int, n: int) -> float:
 
 
 def beats(candidate: TrialRecord, champion: TrialRecord, alpha: float = ALPHA, history: History | None = None) -> bool:
-    if candidate.objective <= champion.objective:
+    if candidate.score <= champion.score:
         return False
     p = sign_test(candidate, champion, history)
     return True if p is None else p < alpha

@@ -46,11 +46,11 @@ def compact(result: TrialResult) -> dict[str, Any]:
               if (evidence[k] is None or isinstance(evidence[k], (str, int, float, bool, list)))
               and len(str(evidence[k])) < 200}
         outs.append([o.query_id, round(float(o.score), 4), bool(o.success), o.category, o.attribution, ev])
-    return {"objective": result.objective, "scores": result.scores, "per_category": result.per_category,
+    return {"score": result.score, "scores": result.scores, "per_category": result.per_category,
             "cost": result.cost, "attribution": result.attribution, "outcomes": outs,
             "benchmark": result.benchmark, "split": result.split,
             "fallbacks": result.fallbacks, "lm_requests": result.lm_requests,
-            "objective_name": result.metadata.get("objective", "")}
+            "metric": result.metadata.get("metric", "")}
 
 
 def expand(arch: Architecture | None, data: dict[str, Any] | str) -> TrialResult:
@@ -59,9 +59,10 @@ def expand(arch: Architecture | None, data: dict[str, Any] | str) -> TrialResult
         data = json.loads(data)
     outcomes = [QueryOutcome(query_id=q, score=s, success=ok, category=c, attribution=a, evidence=ev)
                 for q, s, ok, c, a, ev in data.get("outcomes", [])]
-    meta = {"objective": data["objective_name"]} if data.get("objective_name") else {}
+    metric = data.get("metric", data.get("objective_name"))  # objective_name: an earlier release's key
+    meta = {"metric": metric} if metric else {}
     return TrialResult(architecture=arch, benchmark=data.get("benchmark", ""), split=data.get("split", ""),
-                       objective=float(data["objective"]), scores=data.get("scores", {}),
+                       score=float(data["score"] if "score" in data else data["objective"]), scores=data.get("scores", {}),
                        per_category=data.get("per_category", {}), cost=data.get("cost", {}),
                        outcomes=outcomes, attribution=data.get("attribution", {}),
                        fallbacks=data.get("fallbacks", {}), lm_requests=data.get("lm_requests", {}),
@@ -111,7 +112,7 @@ class HistoryCache:
         if rec is None:
             arch = Architecture.from_dict(trial.user_attrs[ARCH_ATTR])
             result = expand(arch, trial.user_attrs[RESULT_ATTR])
-            rec = TrialRecord(trial.number, arch, result.objective, cost_of(result), result,
+            rec = TrialRecord(trial.number, arch, result.score, cost_of(result), result,
                               role=proposal_attr(trial, "role"), edit=proposal_attr(trial, "edit"),
                               parent=proposal_attr(trial, "parent"),
                               fidelity=float(trial.user_attrs.get("fidelity", 1.0)))
@@ -169,7 +170,7 @@ class History:
         return set(cached[1])
 
     def best(self) -> TrialRecord | None:
-        return max(self.records, key=lambda r: (r.objective, -r.cost, -r.number), default=None)
+        return max(self.records, key=lambda r: (r.score, -r.cost, -r.number), default=None)
 
     def by_key(self, key: str) -> TrialRecord | None:
         for r in self.records:
@@ -184,7 +185,7 @@ class History:
     def best_so_far(self) -> list[float]:
         out, best = [], float("-inf")
         for r in self.records:
-            best = max(best, r.objective)
+            best = max(best, r.score)
             out.append(best)
         return out
 

@@ -47,7 +47,7 @@ def directions(objectives: Sequence[str]) -> list[str]:
 def value_of(result: Any, name: str) -> float:
     """One objective's value of a `TrialResult` (a cost the trial did not report counts as 0)."""
     if name == QUALITY:
-        return float(result.objective)
+        return float(result.score)
     return float((result.cost or {}).get(COSTS[name], 0.0))
 
 

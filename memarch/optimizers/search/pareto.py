@@ -130,17 +130,17 @@ def pareto_front(records: list["TrialRecord"]) -> list["TrialRecord"]:
     Example::
 
         front = pareto_front(history.records)
-        [(r.architecture.key(), r.objective, r.cost) for r in front]
+        [(r.architecture.key(), r.score, r.cost) for r in front]
     """
     unique: dict[str, "TrialRecord"] = {}
     for r in records:
         k = r.architecture.key()
-        if k not in unique or r.objective > unique[k].objective:
+        if k not in unique or r.score > unique[k].score:
             unique[k] = r
     pool = list(unique.values())
-    front = [r for r in pool if not any(dominates((o.objective, o.cost), (r.objective, r.cost))
+    front = [r for r in pool if not any(dominates((o.score, o.cost), (r.score, r.cost))
                                         for o in pool if o is not r)]
-    return sorted(front, key=lambda r: (-r.objective, r.cost, r.number))
+    return sorted(front, key=lambda r: (-r.score, r.cost, r.number))
 
 
 def objective_front(records: list["TrialRecord"], objectives: Sequence[str]) -> list["TrialRecord"]:

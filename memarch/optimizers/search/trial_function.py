@@ -56,7 +56,7 @@ def record_result(trial: optuna.Trial, arch: Architecture, result: TrialResult,
     trial.set_user_attr(RESULT_ATTR, json.dumps(compact(result), separators=(",", ":")))
     if len(objectives) > 1:
         return values_of(result, objectives)
-    return float(result.objective)
+    return float(result.score)
 
 
 def record_outcomes(trial: optuna.Trial, arch: Architecture, outcomes: Iterable[dict | QueryOutcome], *,
@@ -188,7 +188,7 @@ class TrialFunction:
             if self.on_result is not None:  # result.metadata["instances"] says it is partial
                 self.on_result(trial.number, arch, result)
             logger.info("trial %d: %s pruned after %d of %d instances (running mean %.4f)", trial.number, key,
-                        reporter.done, reporter.total, result.objective)
+                        reporter.done, reporter.total, result.score)
             raise optuna.TrialPruned(f"pruned after {reporter.done} of {reporter.total} instances")
         value = record_result(trial, arch, result, self.objectives)
         if reporter is not None:

@@ -175,8 +175,8 @@ class Tracker:
         params = {"encode": "+".join(arch.encode), "store": arch.store, "retrieve": arch.retrieve,
                   "manage": arch.manage, "role": attrs.get("role", "") or "-", "edit": attrs.get("edit", "") or "-",
                   "parent": attrs.get("parent", "") or "-",  # lineage: the architecture the edit was applied to
-                  "objective_name": result.metadata.get("objective", "") or "-"}
-        metrics = {"objective": result.objective, "latency_s": result.cost.get("latency_s", result.cost.get("wall_s", 0.0))}
+                  "objective_name": result.metadata.get("metric", "") or "-"}
+        metrics = {"objective": result.score, "latency_s": result.cost.get("latency_s", result.cost.get("wall_s", 0.0))}
         from memarch.optimizers.search.objectives import value_of
 
         # one metric per objective of the study (quality, memory_tokens, read_p95, ...)

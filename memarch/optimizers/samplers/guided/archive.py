@@ -99,7 +99,7 @@ class Archive:
         return [self.visits.get(r.architecture.key(), 0) for r in self.records]
 
     def probabilities(self, temperature: float = TEMPERATURE) -> np.ndarray:
-        return parent_probabilities([r.objective for r in self.records], self.visit_counts(), self.no_memory,
+        return parent_probabilities([r.score for r in self.records], self.visit_counts(), self.no_memory,
                                     temperature)
 
     def sample(self, rng: np.random.Generator, k: int, temperature: float = TEMPERATURE) -> list[TrialRecord]:

@@ -117,7 +117,7 @@ class ArchiveSampler(GuidedSampler):
                                               k=1, taken=taken)
             self.dropped.extend(getattr(self.planner.proposer, "dropped", []) or [])
             decision = {"architecture": parent.architecture.key(), "trial": parent.number,
-                        "objective": parent.objective, "visits": archive.visits.get(parent.architecture.key(), 0),
+                        "objective": parent.score, "visits": archive.visits.get(parent.architecture.key(), 0),
                         "p": float(probs[i]), "diagnosis": diagnosis.to_dict(),
                         "gradient": gradient.model_dump(), "child": None}
             if not made:
@@ -148,7 +148,7 @@ class ArchiveSampler(GuidedSampler):
             "round": index, "strategy": ROLE, "after_trials": len(history),
             "no_memory": archive.no_memory, "no_memory_source": archive.no_memory_source,
             "temperature": self.temperature, "parents": decisions,
-            "archive": [{"architecture": r.architecture.key(), "objective": r.objective, "visits": v, "p": float(q)}
+            "archive": [{"architecture": r.architecture.key(), "objective": r.score, "visits": v, "p": float(q)}
                         for r, v, q in zip(archive.records, archive.visit_counts(), probs)],
             "gradient": decisions[0]["gradient"] if decisions else None,
             "proposals": [{"architecture": p.architecture.key(), "role": p.role, "edit": p.edit, "parent": p.parent,
@@ -178,7 +178,7 @@ class ArchiveSampler(GuidedSampler):
                 logger.warning("archive: the no-memory baseline failed (%s); gains are measured from 0", value.error)
                 self.no_memory_fallbacks += 1
                 return
-            value = value.objective
+            value = value.score
         set_no_memory(study, float(value), source)
 
     def _annotate(self, study: "Study", trial: "FrozenTrial", p: Proposal) -> None:

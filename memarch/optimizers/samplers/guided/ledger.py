@@ -46,9 +46,9 @@ class Ledger:
                 entries.append(_pruned_entry(r, parent))
                 continue
             if parent is None:
-                entries.append(LedgerEntry(r.parent, r.edit, {"trial": r.number, "objective": r.objective}))
+                entries.append(LedgerEntry(r.parent, r.edit, {"trial": r.number, "objective": r.score}))
                 continue
-            delta = r.objective - parent.objective
+            delta = r.score - parent.score
             p = sign_test(r, parent, history)
             wins, losses, shared = history.paired(r, parent)
             if shared and wins == losses == 0 and delta == 0:
@@ -60,8 +60,8 @@ class Ledger:
             else:
                 status = REFUTED
             entries.append(LedgerEntry(r.parent, r.edit, {
-                "trial": r.number, "parent_trial": parent.number, "objective": round(r.objective, 4),
-                "parent_objective": round(parent.objective, 4), "delta": round(delta, 4),
+                "trial": r.number, "parent_trial": parent.number, "objective": round(r.score, 4),
+                "parent_objective": round(parent.score, 4), "delta": round(delta, 4),
                 "p_value": None if p is None else round(p, 4)}, status))
         return cls(entries)
 
@@ -127,6 +127,6 @@ def _pruned_entry(child, parent) -> LedgerEntry:
     shared = [q for q in mine if q in theirs]
     delta = (sum(mine[q] - theirs[q] for q in shared) / len(shared)) if shared else 0.0
     return LedgerEntry(child.parent, child.edit, {
-        "trial": child.number, "parent_trial": parent.number, "objective": round(child.objective, 4),
-        "parent_objective": round(parent.objective, 4), "delta": round(delta, 4), "p_value": None,
+        "trial": child.number, "parent_trial": parent.number, "objective": round(child.score, 4),
+        "parent_objective": round(parent.score, 4), "delta": round(delta, 4), "p_value": None,
         "partial": round(child.fidelity, 4), "shared_questions": len(shared)}, REFUTED if delta <= 0 else PENDING)

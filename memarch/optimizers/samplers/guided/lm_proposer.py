@@ -38,13 +38,13 @@ class LMProposer(dspy.Module):
     def _ask(self, ctx: ProposalContext, k: int, note: str = "") -> list[Any]:
         menus = {"encode": ctx.space.encoders, "store": ctx.space.stores,
                  "retrieve": ctx.space.retrievers, "manage": ctx.space.managers}
-        rows = sorted(ctx.history.records, key=lambda r: -r.objective)[:20]
-        history = "\n".join(f"{r.architecture.key()}  objective={r.objective:.4f} cost={r.cost:.0f}" for r in rows)
+        rows = sorted(ctx.history.records, key=lambda r: -r.score)[:20]
+        history = "\n".join(f"{r.architecture.key()}  objective={r.score:.4f} cost={r.cost:.0f}" for r in rows)
         with dspy.context(lm=self.lm, adapter=dspy.JSONAdapter()):
             pred = self.predict(menus=menus, rules=list(RULES.values()) + ([note] if note else []),
                                 champion=ctx.leader.architecture.key(), gradient=ctx.gradient,
                                 history=history, ledger=ctx.ledger.summary(),
-                                pareto_front=[f"{r.architecture.key()} ({r.objective:.4f}, {r.cost:.0f})"
+                                pareto_front=[f"{r.architecture.key()} ({r.score:.4f}, {r.cost:.0f})"
                                               for r in ctx.front[:8]], k=k)
         return list(pred.proposals)
 

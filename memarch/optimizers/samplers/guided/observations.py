@@ -45,7 +45,7 @@ class Observations:
     def from_history(cls, history: History, encoders: list[str] | tuple[str, ...] = ()) -> "Observations":
         obs = cls(encoders)
         for r in history.records:
-            obs.add(r.architecture, r.objective)
+            obs.add(r.architecture, r.score)
         return obs
 
     def add(self, arch: Architecture, objective: float) -> None:

@@ -215,7 +215,7 @@ class AttributionProposer:
         """When every neighbour of the leader is tried: restart from the Pareto
         front, then from every evaluated architecture, best first (a best-first local search)."""
         seen: set[str] = set()
-        ranked = sorted(ctx.history.records, key=lambda r: (-r.objective, r.cost, r.number))
+        ranked = sorted(ctx.history.records, key=lambda r: (-r.score, r.cost, r.number))
         for r in [*ctx.front, *ranked]:
             key = r.architecture.key()
             if key in seen:
