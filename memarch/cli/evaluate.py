@@ -119,7 +119,7 @@ def _print(result) -> None:
     print(f"  objective ({name}): {result.score:.4f}  [{what}]")
     from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
 
-    counts = ("questions", "tasks", "retrieval_skipped", "objective_fallbacks")
+    counts = ("questions", "tasks", "retrieval_skipped", "metric_fallbacks")
     print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k not in counts else f"{k}={v:g}"
                                    for k, v in result.scores.items() if k not in RETRIEVAL_METRICS))
     for cat, v in result.per_category.items():

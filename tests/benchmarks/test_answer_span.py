@@ -116,12 +116,12 @@ def test_tokens_match_whole_never_inside_a_word():
 
 def test_the_budget_cuts_before_normalising():
     context = "one two three four five six seven eight Boston"
-    assert answer_span("Boston", context, budget_tokens=9) == 1.0
-    assert answer_span("Boston", context, budget_tokens=8) == 0.0
-    assert answer_span("Boston", context, budget_tokens=None) == 1.0
+    assert answer_span("Boston", context, context_budget=9) == 1.0
+    assert answer_span("Boston", context, context_budget=8) == 0.0
+    assert answer_span("Boston", context, context_budget=None) == 1.0
     # the cut can leave only part of a date: then the full gold date is gone
-    assert answer_span(GOLD, "x y on 19 May 2023", budget_tokens=5) == 0.0
-    assert answer_span("19 May", "x y on 19 May 2023", budget_tokens=5) == 1.0
+    assert answer_span(GOLD, "x y on 19 May 2023", context_budget=5) == 0.0
+    assert answer_span("19 May", "x y on 19 May 2023", context_budget=5) == 1.0
 
 
 def test_articles_punctuation_and_case_are_normalised_as_locomo_does():
@@ -158,12 +158,12 @@ def test_answer_span_is_the_default_lm_free_objective_and_named(hash_resources):
     bench = GeneratedConversations(seed=0, conversations=1, sessions=3, distractors=1)
     arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
     span = evaluate(arch, bench, split="all", resources=hash_resources)
-    bag = evaluate(arch, bench, split="all", resources=hash_resources, objective="answer_recall")
+    bag = evaluate(arch, bench, split="all", resources=hash_resources, metric="answer_recall")
     assert not span.failed and not bag.failed
-    assert span.metadata["objective"] == "answer_span" and bag.metadata["objective"] == "answer_recall"
-    assert span.objective == pytest.approx(span.scores["answer_span"])
-    assert bag.objective == pytest.approx(bag.scores["answer_recall"]) == pytest.approx(span.scores["answer_recall"])
-    assert span.objective <= bag.objective
+    assert span.metadata["metric"] == "answer_span" and bag.metadata["metric"] == "answer_recall"
+    assert span.score == pytest.approx(span.scores["answer_span"])
+    assert bag.score == pytest.approx(bag.scores["answer_recall"]) == pytest.approx(span.scores["answer_recall"])
+    assert span.score <= bag.score
     # success follows the objective: a query succeeds iff its span score reaches the threshold
     assert all(o.success == (o.evidence["answer_span"] >= 0.5) for o in span.outcomes)
 
@@ -183,21 +183,21 @@ def test_evidence_recall_without_gold_evidence_falls_back_visibly(hash_resources
                  Question("n/q2", "What is the dog's name?", "Rex", [], "single-hop")]
     arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
     result = evaluate(arch, Toy([Dialogue("n", [session], questions)]), split="all", resources=hash_resources,
-                      objective="evidence_recall")
+                      metric="evidence_recall")
     assert not result.failed, result.error
     by_id = {o.query_id: o for o in result.outcomes}
-    assert "objective_fallback" not in by_id["n/q1"].evidence
-    assert by_id["n/q2"].evidence["objective_fallback"] == "answer_span" and by_id["n/q2"].score == 1.0
-    assert result.scores["objective_fallbacks"] == 1.0
+    assert "metric_fallback" not in by_id["n/q1"].evidence
+    assert by_id["n/q2"].evidence["metric_fallback"] == "answer_span" and by_id["n/q2"].score == 1.0
+    assert result.scores["metric_fallbacks"] == 1.0
 
 
 def test_an_lm_objective_without_a_reader_is_refused_up_front(hash_resources):
     from memarch.benchmarks.evaluation.evaluate import evaluate
 
     with pytest.raises(ValueError, match="needs an LM reader"):
-        evaluate(None, "generated", resources=hash_resources, objective="qa_f1")
+        evaluate(None, "generated", resources=hash_resources, metric="qa_f1")
     with pytest.raises(ValueError, match="objective must be one of"):
-        evaluate(None, "generated", resources=hash_resources, objective="bag")
+        evaluate(None, "generated", resources=hash_resources, metric="bag")
 
 
 def test_build_evaluator_passes_the_objective_on(hash_resources):
@@ -211,7 +211,7 @@ def test_build_evaluator_passes_the_objective_on(hash_resources):
     for extra, name in (([], "answer_span"), (["--metric", "answer_recall"], "answer_recall"),
                         (["--metric", "evidence_recall"], "evidence_recall")):
         metric = build_evaluator(build_parser().parse_args(argv + extra), hash_resources)
-        assert metric(arch, "search").metadata["objective"] == name
+        assert metric(arch, "search").metadata["metric"] == name
 
 
 def test_check_objective_names_what_would_do():
@@ -276,11 +276,11 @@ def test_span_on_locomo_names_itself_and_is_at_most_the_bag(data_dir, hash_resou
 
     bench = LoCoMo(data_dir / "locomo", conversations=1)
     arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
-    result = evaluate(arch, bench, split="all", resources=hash_resources, objective="answer_span")
+    result = evaluate(arch, bench, split="all", resources=hash_resources, metric="answer_span")
     assert not result.failed, result.error
-    assert result.metadata["objective"] == "answer_span"
-    assert result.objective == pytest.approx(result.scores["answer_span"])
-    assert 0.0 < result.objective <= result.scores["answer_recall"]
+    assert result.metadata["metric"] == "answer_span"
+    assert result.score == pytest.approx(result.scores["answer_span"])
+    assert 0.0 < result.score <= result.scores["answer_recall"]
     # Per query the span can exceed the bag (a list's share of parts, "two" vs "2", "May 19, 2023" vs
     # a "2023-05-19" header), but bag hits without a span are the common case.
     below = sum(o.evidence["answer_span"] < o.evidence["answer_recall"] for o in result.outcomes)

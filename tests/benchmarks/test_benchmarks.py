@@ -51,8 +51,8 @@ def test_qa_f1_category_rules():
 
 def test_answer_recall_within_budget():
     ctx = "one two three four Boston Massachusetts"
-    assert answer_recall("Boston", ctx, budget_tokens=10) == 1.0
-    assert answer_recall("Boston", ctx, budget_tokens=4) == 0.0  # cut before the answer
+    assert answer_recall("Boston", ctx, context_budget=10) == 1.0
+    assert answer_recall("Boston", ctx, context_budget=4) == 0.0  # cut before the answer
     assert answer_recall("7 May 2023", "she went on 8 May, 2023", 200) == pytest.approx(2 / 3)
     assert answer_recall("", ctx) == 0.0
 

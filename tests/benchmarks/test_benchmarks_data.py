@@ -96,5 +96,5 @@ def test_one_trial_on_each_slice(data_dir, hash_resources):
     for bench in (LoCoMo(data_dir / "locomo", conversations=1), BAbI(data_dir / "babi", tasks=[1], stories=20)):
         result = evaluate(arch, bench, split="test", resources=hash_resources)
         assert not result.failed, result.error
-        assert result.outcomes and 0.0 < result.objective <= 1.0
+        assert result.outcomes and 0.0 < result.score <= 1.0
         assert result.scores["evidence_recall"] > 0.0

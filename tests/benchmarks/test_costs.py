@@ -9,12 +9,12 @@ from memarch.pipeline.architecture import Architecture
 from memarch.benchmarks.evaluation.costs import memory_costs, read_costs
 from memarch.benchmarks.evaluation.evaluate import evaluate
 from memarch.pipeline.program import MemoryProgram
-from memarch.pipeline.retrieval import count_tokens
+from memarch.pipeline.retrieval import count_words
 
 
 def test_trial_result_carries_memory_latency_and_lm_costs(hash_resources):
     arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
-    program = MemoryProgram(arch, resources=hash_resources, top_k=4, budget_tokens=200)
+    program = MemoryProgram(arch, resources=hash_resources, top_k=4, context_budget=200)
     result = evaluate(program, GeneratedConversations(seed=1, conversations=2), split="search", limit=12)
     assert not result.failed, result.error
     c = result.cost
@@ -23,7 +23,7 @@ def test_trial_result_carries_memory_latency_and_lm_costs(hash_resources):
     active = {ns: program.store.list(ns) for ns in program.store.namespaces()}
     assert set(per_ns) == set(active) and len(per_ns) == 2
     for ns, items in active.items():
-        assert per_ns[ns] == {"items": len(items), "tokens": sum(count_tokens(it.text) for it in items)}
+        assert per_ns[ns] == {"items": len(items), "tokens": sum(count_words(it.text) for it in items)}
     assert c["memory_items"] == sum(v["items"] for v in per_ns.values()) > 0
     assert c["memory_tokens"] == sum(v["tokens"] for v in per_ns.values()) > c["memory_items"]
     assert c["memory_tokens_max_ns"] == max(v["tokens"] for v in per_ns.values()) < c["memory_tokens"]

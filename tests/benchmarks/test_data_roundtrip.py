@@ -27,8 +27,8 @@ def _same_scores(original, converted, split, resources):
     a = evaluate(ARCH, original, split=split, resources=resources)
     b = evaluate(ARCH, converted, split=split, resources=resources)
     assert not a.failed and not b.failed, (a.error, b.error)
-    assert a.outcomes and a.objective > 0
-    assert (b.objective, b.scores, b.per_category, b.attribution) == (a.objective, a.scores, a.per_category,
+    assert a.outcomes and a.score > 0
+    assert (b.score, b.scores, b.per_category, b.attribution) == (a.score, a.scores, a.per_category,
                                                                       a.attribution)
     keep = ("query_id", "score", "success", "category", "attribution", "retrieved_ids", "evidence")
     assert [[getattr(o, k) for k in keep] for o in b.outcomes] == [[getattr(o, k) for k in keep] for o in a.outcomes]

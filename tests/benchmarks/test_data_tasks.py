@@ -54,10 +54,10 @@ def test_deployed_tasks_score_by_relevant_memory(tasks_file, hash_resources, mod
     result = evaluate(ARCH, bench, split="all", resources=hash_resources)
     assert not result.failed, result.error
     assert [o.query_id for o in result.outcomes] == ["k2", "g2", "c1", "c2"]
-    assert result.objective == pytest.approx(expected)
+    assert result.score == pytest.approx(expected)
     assert result.scores["success_rate"] == 1.0  # the recorded outcomes, whatever memory did
     assert result.per_category["kitchen"] == 1.0
-    assert evaluate(None, bench, split="all", resources=hash_resources).objective == 0.0
+    assert evaluate(None, bench, split="all", resources=hash_resources).score == 0.0
 
 
 def test_explicit_relevant_ids_override_the_category(tmp_path, hash_resources):

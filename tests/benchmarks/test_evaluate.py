@@ -106,7 +106,7 @@ def test_attribution_to_each_of_the_four_modules(toy_modules, hash_resources):
     assert by_q["horse"].attribution == "retrieve"
     assert result.attribution == {"encode": 1, "manage": 2, "store": 1, "retrieve": 1}
     assert by_q["horse"].evidence["lost"] == {"D1:5": "retrieve"}
-    assert result.objective == pytest.approx(1 / 6)
+    assert result.score == pytest.approx(1 / 6)
     assert result.scores["evidence_recall"] == pytest.approx(1 / 6)
     assert result.cost["memory_items"] == 2  # Rex and Star: Tom, Nemo, Tweety, Daisy never kept
     assert result.per_category == {"single-hop": pytest.approx(1 / 6)}
@@ -115,7 +115,7 @@ def test_attribution_to_each_of_the_four_modules(toy_modules, hash_resources):
 def test_no_memory_baseline_retrieves_nothing(toy_modules, hash_resources):
     result = evaluate(None, ToyBench([pet_dialogue()]), split="all", resources=hash_resources)
     assert result.architecture is None and not result.failed
-    assert result.objective == 0.0 and all(not o.retrieved_ids for o in result.outcomes)
+    assert result.score == 0.0 and all(not o.retrieved_ids for o in result.outcomes)
 
 
 def test_namespaces_do_not_leak(toy_modules, hash_resources):
@@ -130,7 +130,7 @@ def test_a_failing_module_fails_the_trial_not_the_caller(toy_modules, hash_resou
     d = pet_dialogue()
     d.sessions[0].turns.append(Turn("D1:7", "Ann", "BOOM"))
     result = evaluate(TOY, ToyBench([d]), split="all", resources=hash_resources)
-    assert result.failed and "manager exploded" in result.error and result.objective == 0.0
+    assert result.failed and "manager exploded" in result.error and result.score == 0.0
     assert result.cost["wall_s"] >= 0
 
 
@@ -142,11 +142,11 @@ def test_unanswerable_questions_are_scored_only_with_a_reader(toy_modules, hash_
     answers.append({"answer": "No information available."})
     hash_resources.lm = DummyLM(answers, adapter=dspy.JSONAdapter())
     result = evaluate(TOY, bench, split="all", resources=hash_resources, reader=MemoryReader(hash_resources),
-                      objective="qa_f1")
+                      metric="qa_f1")
     assert len(result.outcomes) == 7
     f1 = {o.query_id.split("/")[1]: o.score for o in result.outcomes}
     assert f1["dog"] == 1.0 and f1["cat"] == 1.0 and f1["fish"] == 0.0 and f1["boat"] == 1.0
-    assert result.objective == pytest.approx(4 / 7)
+    assert result.score == pytest.approx(4 / 7)
     assert result.scores["answer_recall"] == pytest.approx(1 / 6)  # still reported
     assert result.per_category["adversarial"] == 1.0
 
@@ -167,7 +167,7 @@ def test_generated_benchmark_runs_and_attributes(toy_modules, hash_resources):
     result = evaluate(TOY, GeneratedConversations(seed=1, conversations=2), split="search",
                       resources=hash_resources, limit=15)
     assert not result.failed and len(result.outcomes) <= 15
-    assert 0.0 < result.objective < 1.0
+    assert 0.0 < result.score < 1.0
     failures = result.failures()
     assert failures and all(o.attribution in (None, "encode", "manage", "store", "retrieve") for o in failures)
     assert result.to_dict()["outcomes"]  # serialisable for the diagnosis
@@ -205,7 +205,7 @@ def test_collect_then_deploy(toy_modules, hash_resources, mode, expected):
     result = evaluate(TOY, _rooms(mode), split="all", resources=hash_resources)
     assert not result.failed, result.error
     assert [o.query_id for o in result.outcomes] == ["t2", "t3", "t4"]  # deployment tasks only
-    assert result.objective == pytest.approx(expected)
+    assert result.score == pytest.approx(expected)
     assert result.metadata["protocol"] == f"collect_deploy:{mode}"
     first_c = result.outcomes[1]  # its room was never seen: nothing to retrieve, an encode gap
     assert not first_c.success and first_c.attribution == "encode"
@@ -214,7 +214,7 @@ def test_collect_then_deploy(toy_modules, hash_resources, mode, expected):
 
 def test_no_memory_baseline_on_agent_tasks(toy_modules, hash_resources):
     result = evaluate(None, _rooms("dynamic"), split="all", resources=hash_resources)
-    assert result.objective == 0.0
+    assert result.score == 0.0
 
 
 # -- CLI ------------------------------------------------------------------------------------------

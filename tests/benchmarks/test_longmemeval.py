@@ -148,11 +148,11 @@ def test_answer_span_and_attribution_on_the_fixture(bench, hash_res):
     from memarch.benchmarks.evaluation.evaluate import evaluate
 
     arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
-    wide = evaluate(arch, bench, split="all", resources=hash_res, budget_tokens=200)
+    wide = evaluate(arch, bench, split="all", resources=hash_res, context_budget=200)
     assert not wide.failed and wide.scores["questions"] == 6  # the abstention question needs an LM
     assert wide.scores["evidence_recall"] == 1.0  # every haystack is shorter than the budget
     assert set(wide.per_category) == set(QUESTION_TYPES)
-    narrow = evaluate(arch, bench, split="all", resources=hash_res, budget_tokens=10, top_k=1)
+    narrow = evaluate(arch, bench, split="all", resources=hash_res, context_budget=10, top_k=1)
     assert narrow.scores["evidence_recall"] < 1.0 and narrow.attribution["retrieve"] > 0
 
 

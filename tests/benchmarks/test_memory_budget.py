@@ -17,7 +17,7 @@ from memarch.modules.stores.json_store import JsonStore
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.episodes import Episode, Step, Turn
 from memarch.pipeline.program import MemoryProgram
-from memarch.pipeline.retrieval import count_tokens
+from memarch.pipeline.retrieval import count_words
 
 WORDS = ("alice bob carol paris lyon rome bought sold red blue car bike house job teacher nurse painter dog "
          "cat garden piano guitar marathon trip birthday sister brother cousin likes hates visited").split()
@@ -139,7 +139,7 @@ def _near_dups():
 
 def test_json_full_merges_near_duplicates_before_it_drops(hash_res):
     items = _near_dups()
-    budget = sum(count_tokens(it.text) for it in items) - 3
+    budget = sum(count_words(it.text) for it in items) - 3
     full = MANAGERS[1](hash_res, memory_budget=budget, dedup_threshold=0.99)
     store = _loaded(full, [it.copy() for it in items])
     full.enforce_budget(store, "default")
@@ -181,7 +181,7 @@ def test_tool_manager_compresses_a_trajectory_to_its_actions(hash_res):
     traj = fact("> take mug -> You take the mug from the kitchen table carefully\n> open fridge -> The fridge is "
                 "open and cold inside", kind="trajectory", outcome="success")
     tip = fact("check the fridge first", kind="tip")
-    manager = MANAGERS[2](hash_res, memory_budget=count_tokens(traj.text) + 2, family="experience")
+    manager = MANAGERS[2](hash_res, memory_budget=count_words(traj.text) + 2, family="experience")
     store = _loaded(manager, [traj, tip])
     manager.enforce_budget(store, "default")
     (short,) = [it for it in store.list() if it.kind == "trajectory"]

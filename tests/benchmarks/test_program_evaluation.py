@@ -28,21 +28,21 @@ def compiled(tmp_path_factory):
 
 def test_compiled_program_carries_the_trials_settings_and_record(compiled, hash_resources):
     data = json.loads(compiled.read_text())
-    assert (data["top_k"], data["budget_tokens"]) == (6, 60)  # B / 10 with B = 60, as the trials read
+    assert (data["top_k"], data["context_budget"]) == (6, 60)  # B / 10 with B = 60, as the trials read
     rec = data["evaluation"]
     assert rec["benchmark"] == "generated" and rec["objective"] == "answer_span" and rec["limit"] == 8
-    assert (rec["top_k"], rec["budget_tokens"]) == (6, 60)
+    assert (rec["top_k"], rec["context_budget"]) == (6, 60)
     assert rec["knobs"]["conversations"] == 1 and rec["knobs"]["sessions"] == 3
     assert rec["split"] == {"seed": 0, "split_by": "question",
                             "fractions": {"search": 0.5, "validation": 0.25, "test": 0.25}}
     assert set(rec["scores"]) == {"search", "validation", "test"}
     # the trial that produced the reported test score read with exactly these settings
-    metric = BenchmarkEvaluator("generated", resources=hash_resources, limit=8, budget_tokens=60,
+    metric = BenchmarkEvaluator("generated", resources=hash_resources, limit=8, context_budget=60,
                              knobs={"conversations": 1, "sessions": 3})
     program = MemoryProgram.load(compiled)
     trial = metric(program.architecture, "test")
-    assert (program.top_k, program.budget_tokens) == (trial.metadata["top_k"], trial.metadata["budget_tokens"])
-    assert trial.objective == rec["scores"]["test"]
+    assert (program.top_k, program.context_budget) == (trial.metadata["top_k"], trial.metadata["context_budget"])
+    assert trial.score == rec["scores"]["test"]
 
 
 def test_evaluate_program_reproduces_the_reported_test_score(compiled, capsys):
@@ -88,7 +88,7 @@ def test_old_program_files_load_and_a_malformed_record_is_one_line(compiled, tmp
     assert MemoryProgram.from_dict(old).evaluation is None
     assert MemoryProgram.from_dict(data).evaluation == EvaluationRecord.from_dict(data["evaluation"])
     for bad in ({**data["evaluation"], "top_k": "six"}, {**data["evaluation"], "scores": {"train": 1.0}},
-                {k: v for k, v in data["evaluation"].items() if k != "budget_tokens"}, ["not", "an", "object"]):
+                {k: v for k, v in data["evaluation"].items() if k != "context_budget"}, ["not", "an", "object"]):
         with pytest.raises(DataError, match="malformed 'evaluation' block"):
             MemoryProgram.from_dict({**data, "evaluation": bad}, source="p.json")
     path = tmp_path / "bad.json"
@@ -100,11 +100,11 @@ def test_old_program_files_load_and_a_malformed_record_is_one_line(compiled, tmp
 
 
 def test_optimizer_builds_the_program_with_the_metric_settings(hash_resources):
-    metric = CachedEvaluator(BenchmarkEvaluator("generated", resources=hash_resources, limit=6, budget_tokens=90,
+    metric = CachedEvaluator(BenchmarkEvaluator("generated", resources=hash_resources, limit=6, context_budget=90,
                                           knobs={"conversations": 1, "sessions": 3}))
-    assert metric.program_settings() == {"top_k": 9, "budget_tokens": 90}  # delegated through the cache
+    assert metric.program_settings() == {"top_k": 9, "context_budget": 90}  # delegated through the cache
     opt = MemarchOptimizer(metric, strategy="random", budget=2, seed=0, resources=hash_resources)
     program = opt.compile("conversation")
-    assert (program.top_k, program.budget_tokens) == (9, 90)
+    assert (program.top_k, program.context_budget) == (9, 90)
     assert program.evaluation.scores["test"] == opt.report.test_score
     assert program.evaluation.scores["validation"] == opt.report.validation_score

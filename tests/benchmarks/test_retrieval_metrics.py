@@ -85,7 +85,7 @@ def _tiny_bench() -> _Bench:
 
 def test_trial_scores_per_category_and_skipped(hash_resources):
     arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
-    result = evaluate(arch, _tiny_bench(), split="all", resources=hash_resources, objective="ndcg@5")
+    result = evaluate(arch, _tiny_bench(), split="all", resources=hash_resources, metric="ndcg@5")
     assert not result.failed, result.error
     assert result.scores["retrieval_skipped"] == 1.0 and result.scores["questions"] == 4.0
     scored = [o for o in result.outcomes if not o.evidence.get("retrieval_skipped")]
@@ -99,8 +99,8 @@ def test_trial_scores_per_category_and_skipped(hash_resources):
         assert per_cat["single-hop"][m] == pytest.approx(sum(o.evidence[m] for o in single) / 2)
         assert per_cat["temporal"][m] == next(o.evidence[m] for o in scored if o.category == "temporal")
     skipped = next(o for o in result.outcomes if o.evidence.get("retrieval_skipped"))
-    assert skipped.evidence["objective_fallback"] == "answer_span"  # counted, never silent
-    assert result.metadata["objective"] == "ndcg@5"
+    assert skipped.evidence["metric_fallback"] == "answer_span"  # counted, never silent
+    assert result.metadata["metric"] == "ndcg@5"
 
 
 def test_cli_parses_and_prints(capsys, tmp_path):

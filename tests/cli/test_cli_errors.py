@@ -126,7 +126,7 @@ def test_corrupt_saved_program_is_a_one_line_error(tmp_path):
     from memarch.pipeline.program import MemoryProgram
 
     base = {"format": "memarch.program/1", "architecture": ARCH, "top_k": 4, "embedder": "hash"}
-    for bad in ({**base, "budget_tokens": "abc"}, {**base, "memory": [1, 2]}, {**base, "top_k": "x"},
+    for bad in ({**base, "context_budget": "abc"}, {**base, "memory": [1, 2]}, {**base, "top_k": "x"},
                 {**base, "architecture": {**ARCH, "retrieve": "graph"}}, {"format": "other"}):
         f = tmp_path / "p.json"
         f.write_text(json.dumps(bad))

@@ -13,7 +13,7 @@ from memarch.pipeline.trial import TrialResult
 
 
 def _result(objective, computed, requested, instances=None):
-    return TrialResult(architecture=None, benchmark="b", split="search", objective=objective,
+    return TrialResult(architecture=None, benchmark="b", split="search", score=objective,
                        cost={"embeddings_computed": computed, "embeddings_requested": requested},
                        metadata={"instances": instances} if instances else {})
 

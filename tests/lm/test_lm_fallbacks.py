@@ -37,18 +37,18 @@ def garbage_lm() -> DummyLM:
 def test_unparsable_reader_answer_fails_the_adversarial_question(hash_resources):
     hash_resources.lm = garbage_lm()
     result = evaluate(TURNS, chat(), split="all", resources=hash_resources, reader=MemoryReader(hash_resources),
-                      objective="qa_f1")
+                      metric="qa_f1")
     (outcome,) = result.outcomes
     # Before: the reader abstained ("No information available."), a perfect score on this question.
     assert outcome.score == 0.0 and outcome.success is False
     assert outcome.evidence["reader_failed"] is True and outcome.evidence["prediction"] is None
-    assert result.objective == 0.0 and result.fallbacks["reader"] == 1 and result.lm_requests["reader"] == 1
+    assert result.score == 0.0 and result.fallbacks["reader"] == 1 and result.lm_requests["reader"] == 1
 
 
 def test_fallbacks_per_module_reach_the_trial_and_the_printout(hash_resources, capsys):
     hash_resources.lm = garbage_lm()
     result = evaluate(TURNS, chat(), split="all", resources=hash_resources, reader=MemoryReader(hash_resources),
-                      objective="qa_f1")
+                      metric="qa_f1")
     assert result.lm_requests == {"encoder:turn": 1, "reader": 1}
     assert result.fallbacks == {"encoder:turn": 1, "reader": 1}
     _print(result)
@@ -61,8 +61,8 @@ def test_a_partly_working_lm_is_reported_without_the_warning(hash_resources, cap
     # Only the reader's prompt (which holds the question) gets a usable answer.
     hash_resources.lm = DummyLM({"boat called": {"answer": "No information available."}}, adapter=dspy.JSONAdapter())
     result = evaluate(TURNS, chat(), split="all", resources=hash_resources, reader=MemoryReader(hash_resources),
-                      objective="qa_f1")
-    assert result.fallbacks == {"encoder:turn": 1, "reader": 0} and result.objective == 1.0
+                      metric="qa_f1")
+    assert result.fallbacks == {"encoder:turn": 1, "reader": 0} and result.score == 1.0
     _print(result)
     out = capsys.readouterr().out
     assert "LM fallbacks: encoder:turn 1 of 1, reader 0 of 1" in out and "WARNING" not in out
@@ -93,7 +93,7 @@ def test_fallbacks_survive_the_study_history_and_reach_mlflow(tmp_path):
                          lm_requests={"encoder:turn": 4, "reader": 10}, metadata={"objective": "qa_f1"})
     again = expand(TURNS, compact(result))
     assert again.fallbacks == result.fallbacks and again.lm_requests == result.lm_requests
-    assert again.metadata["objective"] == "qa_f1"
+    assert again.metadata["metric"] == "qa_f1"
     assert expand(TURNS, {"objective": 0.1}).fallbacks == {}  # attrs stored before the field existed
     tracker = Tracker(f"file://{tmp_path}/mlruns", artifact_root=tmp_path / "artifacts")  # no DB to create
     run_id = tracker.log_trial(0, TURNS, result, {})

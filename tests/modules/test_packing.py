@@ -16,7 +16,7 @@ from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.registry import REGISTRY
-from memarch.pipeline.retrieval import ScoredItem, count_tokens, pack
+from memarch.pipeline.retrieval import ScoredItem, count_words, pack
 
 FILLER = ("Hey, how are you doing today? I hope the week treats you well. The weather was grey again. "
           "We watched a film and ate popcorn. It was a quiet evening.")
@@ -52,10 +52,10 @@ def _store_around(resources, ranked: list[ScoredItem]) -> VectorStore:
 def test_every_packer_fits_the_budget_and_keeps_each_items_dated_header(budget, packer, order, hash_resources):
     ranked = _ranked()
     store = _store_around(hash_resources, ranked)
-    r = pack_context(Query("Where did Ann move for her job?"), ranked, top_k=3, budget_tokens=budget,
+    r = pack_context(Query("Where did Ann move for her job?"), ranked, top_k=3, context_budget=budget,
                      config={"pack": packer, "pack_order": order, "pack_window": 2},
                      embedder=hash_resources.embedder, trace={}, store=store)
-    assert count_tokens(r.context) <= budget
+    assert count_words(r.context) <= budget
     lines = [line for line in r.context.splitlines() if line.strip()]
     assert len(lines) == len(r.items)
     for i, scored in enumerate(r.items):  # items in rank order, each naming its line under time order
@@ -72,11 +72,11 @@ def test_every_packer_fits_the_budget_and_keeps_each_items_dated_header(budget, 
 def test_sentence_packing_keeps_the_answer_of_a_long_item_and_its_lead(hash_resources):
     query = Query("Where did Ann move for her new job?")
     ranked = _ranked()
-    items = pack(query, ranked, top_k=3, budget_tokens=40)
+    items = pack(query, ranked, top_k=3, context_budget=40)
     assert "Lisbon" not in items.context  # the better-ranked filler turn eats the budget
-    sent = pack_sentences(query, ranked, budget_tokens=20, embedder=hash_resources.embedder,
+    sent = pack_sentences(query, ranked, context_budget=20, embedder=hash_resources.embedder,
                           rank_weight=1.0, lexical_weight=1.0)
-    assert "moved to Lisbon" in sent.context and count_tokens(sent.context) <= 20
+    assert "moved to Lisbon" in sent.context and count_words(sent.context) <= 20
     line = next(line for line in sent.context.splitlines() if "Lisbon" in line)
     assert line.startswith("[turn 2023-05-08] Ann (2023-05-08): ")  # header, then the speaker/date lead
     kept = next(s for s in sent.items if s.item.source_ids == ["D1:5"])
@@ -88,12 +88,12 @@ def test_items_is_the_default_and_equals_todays_packing(hash_resources):
     store = VectorStore(hash_resources)
     store.add([_turn(i, f"{FILLER} Detail number {i}.", f"2023-05-{i + 1:02d}") for i in range(8)])
     query = Query("detail number 3")
-    default = HybridRetriever(hash_resources).retrieve(query, store, top_k=5, budget_tokens=60)
+    default = HybridRetriever(hash_resources).retrieve(query, store, top_k=5, context_budget=60)
     ranked = HybridRetriever(hash_resources).rank(query, store, 5)
-    assert default.context == pack(query, ranked, top_k=5, budget_tokens=60).context
-    sentences = HybridRetriever(hash_resources, pack=1).retrieve(query, store, top_k=5, budget_tokens=60)
+    assert default.context == pack(query, ranked, top_k=5, context_budget=60).context
+    sentences = HybridRetriever(hash_resources, pack=1).retrieve(query, store, top_k=5, context_budget=60)
     assert sentences.trace["packer"] == "sentences" and sentences.trace["candidates"] == 8  # pool 2 x 5, 8 exist
-    assert count_tokens(sentences.context) <= 60
+    assert count_words(sentences.context) <= 60
 
 
 def test_packing_knobs_are_on_every_retriever_default_items_and_an_old_file_loads():
@@ -121,9 +121,9 @@ def test_the_registry_table_shows_the_pack_knobs():
 def test_default_knobs_pack_exactly_as_today(hash_resources):
     query = Query("Where did Ann move for her job?")
     for budget in (12, 35, 200, None):
-        today = pack(query, _ranked(), top_k=2, budget_tokens=budget, trace={"retriever": "x"})
+        today = pack(query, _ranked(), top_k=2, context_budget=budget, trace={"retriever": "x"})
         for config in ({}, {"pack": 0, "pack_order": 0, "pack_window": 3}):
-            r = pack_context(query, _ranked(), top_k=2, budget_tokens=budget, config=config,
+            r = pack_context(query, _ranked(), top_k=2, context_budget=budget, config=config,
                              embedder=hash_resources.embedder, trace={"retriever": "x"},
                              store=_store_around(hash_resources, _ranked()))
             assert (r.context, r.ids(), r.trace) == (today.context, today.ids(), today.trace)
@@ -153,22 +153,22 @@ def test_window_brings_the_reply_that_holds_the_answer_within_budget(hash_resour
     store, trip, other = _trip_store(hash_resources)
     query = Query("Where did Ann go on her trip?", episode_id="s9")
     ranked = [ScoredItem(trip[1], 0.9), ScoredItem(other, 0.5)]
-    items = pack_context(query, ranked, top_k=2, budget_tokens=14, config={}, embedder=None, trace={}, store=store)
+    items = pack_context(query, ranked, top_k=2, context_budget=14, config={}, embedder=None, trace={}, store=store)
     assert "Lisbon" not in items.context
-    r = pack_context(query, ranked, top_k=2, budget_tokens=14, config={"pack": 2}, embedder=None, trace={},
+    r = pack_context(query, ranked, top_k=2, context_budget=14, config={"pack": 2}, embedder=None, trace={},
                      store=store)
     # the whole window (22 words) does not fit: the turn before goes first, the reply stays
     assert r.context == "[turn 2023-06-02] Bob (2023-06-02): Where did you go? Ann (2023-06-02): To Lisbon."
-    assert count_tokens(r.context) <= 14 and r.ids() == [trip[1].id]
+    assert count_words(r.context) <= 14 and r.ids() == [trip[1].id]
     assert r.items[0].trace["window"] == [trip[2].id] and r.trace["packer"] == "window"
-    wide = pack_context(query, ranked, top_k=2, budget_tokens=200, config={"pack": 2}, embedder=None, trace={},
+    wide = pack_context(query, ranked, top_k=2, context_budget=200, config={"pack": 2}, embedder=None, trace={},
                         store=store)
     first = wide.context.splitlines()[0]
     assert first == ("[turn 2023-06-02] Ann (2023-06-02): Hi Bob! I just came back from a long trip abroad. "
                      "Bob (2023-06-02): Where did you go? Ann (2023-06-02): To Lisbon.")  # dialogue order
     assert wide.ids() == [trip[1].id, other.id]  # neighbours do not count for top_k
     assert wide.items[0].trace["window"] == [trip[0].id, trip[2].id] and wide.items[1].trace["window"] == []
-    three = pack_context(query, ranked, top_k=2, budget_tokens=200, config={"pack": 2, "pack_window": 3},
+    three = pack_context(query, ranked, top_k=2, context_budget=200, config={"pack": 2, "pack_window": 3},
                          embedder=None, trace={}, store=store)
     assert three.items[0].trace["window"] == [trip[0].id, trip[2].id, trip[3].id]
 
@@ -179,7 +179,7 @@ def test_window_never_repeats_a_turn_and_reads_only_readable_active_turns(hash_r
 
     def packed(*hits: MemoryItem, window: int = 1, q: Query = query):
         ranked = [ScoredItem(it, 1.0 - i / 10) for i, it in enumerate(hits)]
-        return pack_window(q, ranked, top_k=4, budget_tokens=None, store=store, window=window)
+        return pack_window(q, ranked, top_k=4, context_budget=None, store=store, window=window)
 
     def shown(r) -> list[str]:
         return [t.text for t in trip if t.text in r.context]
@@ -208,13 +208,13 @@ def test_window_packs_other_items_and_storeless_reads_like_items(hash_resources)
                        event_time="2023-05-08", fields={"unit": "chunk"})
     with_chunk = [ScoredItem(chunk, 2.0), *ranked]
     for budget in (12, 35, 200):
-        today = pack(query, with_chunk, top_k=3, budget_tokens=budget)
-        bare = pack_context(query, with_chunk, top_k=3, budget_tokens=budget, config={"pack": 2}, embedder=None,
+        today = pack(query, with_chunk, top_k=3, context_budget=budget)
+        bare = pack_context(query, with_chunk, top_k=3, context_budget=budget, config={"pack": 2}, embedder=None,
                             trace={})
         assert (bare.context, bare.ids()) == (today.context, today.ids())
         assert bare.trace["packer"] == "window" and all(s.trace["window"] == [] for s in bare.items)
     store = _store_around(hash_resources, ranked)
-    r = pack_context(query, with_chunk, top_k=3, budget_tokens=200, config={"pack": 2}, embedder=None, trace={},
+    r = pack_context(query, with_chunk, top_k=3, context_budget=200, config={"pack": 2}, embedder=None, trace={},
                      store=store)
     assert r.context.startswith("[turn 2023-05-08] Ann: one\nBob: two\n") and r.items[0].trace["window"] == []
     assert r.items[1].trace["window"]  # the turns get their neighbours
@@ -223,7 +223,7 @@ def test_window_packs_other_items_and_storeless_reads_like_items(hash_resources)
 def test_window_through_a_retriever_gets_the_store(hash_resources):
     store, trip, _ = _trip_store(hash_resources)
     r = HybridRetriever(hash_resources, pack=2).retrieve(Query("Where did you go?", episode_id="s9"), store,
-                                                         top_k=1, budget_tokens=200)
+                                                         top_k=1, context_budget=200)
     assert r.trace["packer"] == "window" and r.trace["retriever"] == "hybrid" and len(r.items) == 1
     assert r.ids() == [trip[1].id] and r.items[0].trace["window"] == [trip[0].id, trip[2].id]
     assert "To Lisbon." in r.context and r.trace["neighbours"] == 2
@@ -241,7 +241,7 @@ def test_time_order_sorts_the_same_lines_by_date_undated_last(packer, hash_resou
     ranked = [ScoredItem(it, 1.0 - i / 10) for i, it in enumerate(items)]
     store = _store_around(hash_resources, ranked)
     query = Query("What did Ann adopt?")
-    by = {order: pack_context(query, ranked, top_k=5, budget_tokens=200, config={"pack": packer, "pack_order": order},
+    by = {order: pack_context(query, ranked, top_k=5, context_budget=200, config={"pack": packer, "pack_order": order},
                               embedder=hash_resources.embedder, trace={}, store=store) for order in (0, 1)}
     rank, time = by[0], by[1]
     assert sorted(rank.ids()) == sorted(time.ids()) and len(time.ids()) == 5
@@ -262,8 +262,8 @@ def header_of(item: MemoryItem) -> str:
 def test_time_order_keeps_a_cut_last_item_on_its_own_line(hash_resources):
     ranked = list(reversed(_ranked()))  # newest first: time order reverses the lines
     query = Query("Where did Ann move?")
-    rank = pack(query, ranked, top_k=3, budget_tokens=35)
-    time = pack_context(query, _ranked()[::-1], top_k=3, budget_tokens=35, config={"pack_order": 1}, embedder=None,
+    rank = pack(query, ranked, top_k=3, context_budget=35)
+    time = pack_context(query, _ranked()[::-1], top_k=3, context_budget=35, config={"pack_order": 1}, embedder=None,
                         trace={})
     assert rank.items[-1].trace.get("truncated") and len(rank.items) >= 2
     assert time.context.splitlines() == rank.context.splitlines()[::-1]

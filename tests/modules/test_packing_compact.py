@@ -10,7 +10,7 @@ from memarch.modules.retrievers._packing import pack_context, pack_sentences
 from memarch.modules.stores.vector import VectorStore
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
-from memarch.pipeline.retrieval import ScoredItem, count_tokens, dates_itself, format_item, item_header
+from memarch.pipeline.retrieval import ScoredItem, count_words, dates_itself, format_item, item_header
 
 QUERY = Query("Where did Ann move for her job?")
 
@@ -51,10 +51,10 @@ def test_every_compact_packer_fits_the_budget_and_every_line_shows_its_items_dat
     ranked = _ranked()
     store = VectorStore(hash_resources)
     store.add([s.item for s in ranked])
-    r = pack_context(QUERY, ranked, top_k=5, budget_tokens=budget,
+    r = pack_context(QUERY, ranked, top_k=5, context_budget=budget,
                      config={"pack": packer, "pack_order": order, "pack_compact": 1},
                      embedder=hash_resources.embedder, trace={}, store=store)
-    assert count_tokens(r.context) <= budget
+    assert count_words(r.context) <= budget
     lines = r.context.splitlines()
     for i, scored in enumerate(r.items):
         line = lines[scored.trace.get("line", i)]
@@ -70,10 +70,10 @@ def test_every_compact_packer_fits_the_budget_and_every_line_shows_its_items_dat
 
 def test_compact_sentences_fit_more_evidence_in_the_same_budget(hash_resources):
     ranked = _ranked()
-    kw = dict(budget_tokens=30, embedder=hash_resources.embedder, rank_weight=3.0)
+    kw = dict(context_budget=30, embedder=hash_resources.embedder, rank_weight=3.0)
     plain = pack_sentences(QUERY, ranked, **kw)
     compact = pack_sentences(QUERY, ranked, compact=True, **kw)
-    assert count_tokens(compact.context) <= 30 and count_tokens(plain.context) <= 30
+    assert count_words(compact.context) <= 30 and count_words(plain.context) <= 30
     kept = lambda r: sum(len(s.trace["sentences"]) for s in r.items)  # noqa: E731
     assert kept(compact) > kept(plain)
     # Ann's two turns of 1 May share one line, the lead once, in rank order.
@@ -90,12 +90,12 @@ def test_a_sentence_already_shown_under_the_same_date_is_not_shown_again(hash_re
     resolved = MemoryItem("15 August 2023 (on the 15th, said 17 August 2023) - John: I met my teammates on the "
                           "15th.", "event", event_time="2023-08-15", episode_id="s3")
     ranked = [ScoredItem(it, 1.0 - i / 10) for i, it in enumerate([turn, same_day, resolved])]
-    r = pack_sentences(Query("What did John's teammates give him?"), ranked, budget_tokens=200,
+    r = pack_sentences(Query("What did John's teammates give him?"), ranked, context_budget=200,
                        embedder=hash_resources.embedder, compact=True)
     assert r.context.count("They gave me a signed ball.") == 1 and r.trace["repeats_skipped"] == 1
     # The event that resolves another date says something new (its date): it stays.
     assert "15 August 2023 (on the 15th" in r.context
-    plain = pack_sentences(Query("What did John's teammates give him?"), ranked, budget_tokens=200,
+    plain = pack_sentences(Query("What did John's teammates give him?"), ranked, context_budget=200,
                            embedder=hash_resources.embedder)
     assert plain.context.count("They gave me a signed ball.") == 2 and "repeats_skipped" not in plain.trace
 

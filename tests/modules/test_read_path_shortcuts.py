@@ -11,7 +11,7 @@ from memarch.modules.retrievers.hybrid import HybridRetriever
 from memarch.modules.stores.json_store import JsonStore
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
-from memarch.pipeline.retrieval import count_tokens
+from memarch.pipeline.retrieval import count_words
 from retriever_helpers import filled_store
 
 
@@ -66,8 +66,8 @@ def test_hybrid_traces_and_scores_equal_a_plain_fusion(hash_resources, pool, den
 
 def test_count_tokens_is_memoised_and_pure():
     text = "one two  three\nfour"
-    assert count_tokens(text) == 4 == count_tokens(text) and count_tokens("") == 0
-    assert count_tokens.cache_info().hits >= 1
+    assert count_words(text) == 4 == count_words(text) and count_words("") == 0
+    assert count_words.cache_info().hits >= 1
 
 
 def test_hybrid_reuses_its_last_fusion_only_while_nothing_changed(hash_resources):

@@ -18,7 +18,7 @@ from memarch.modules.retrievers.mmr import MMRRetriever
 from memarch.modules.stores.json_store import JsonStore
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.registry import REGISTRY
-from memarch.pipeline.retrieval import count_tokens
+from memarch.pipeline.retrieval import count_words
 from retriever_helpers import ALL_LM_FREE, FILLER, fill, filled_store, item
 
 
@@ -151,8 +151,8 @@ def test_deleted_items_are_not_returned(cls, hash_resources, store):
 def test_top_k_and_token_budget_honoured(cls, hash_resources, store):
     q = Query("milk fridge eggs stove")
     assert len(cls(hash_resources).retrieve(q, store, top_k=2).items) == 2
-    read = cls(hash_resources).retrieve(q, store, top_k=4, budget_tokens=20)
-    assert read.trace["tokens_used"] <= 20 and count_tokens(read.context) <= 20
+    read = cls(hash_resources).retrieve(q, store, top_k=4, context_budget=20)
+    assert read.trace["words_used"] <= 20 and count_words(read.context) <= 20
     assert 1 <= len(read.items) <= 4
     assert all("retriever" in read.trace for _ in [0])
     assert all(s.trace for s in read.items)  # every item says why it was returned

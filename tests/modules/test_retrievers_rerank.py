@@ -205,10 +205,10 @@ def test_every_lm_free_retriever_reads_through_a_memory_program(name, hash_resou
             Step("s4", f"put {obj} in fridge", "Done." if outcome == "success" else "Nothing happens.")])
 
     program = MemoryProgram(Architecture(("trajectory",), "graph", name, "lightweight"),
-                            resources=hash_resources, top_k=3, budget_tokens=120)
+                            resources=hash_resources, top_k=3, context_budget=120)
     for i, (obj, outcome) in enumerate([("apple", "success"), ("tomato", "failure"), ("egg", "success")]):
         program.write(episode(i, obj, outcome))
     read = program.read(Query("put a clean egg in the fridge", episode_id="ep2"))
     assert read.trace["retriever"] == name and 0 < len(read.items) <= 3
-    assert read.trace["tokens_used"] <= 120
+    assert read.trace["words_used"] <= 120
     assert all(s.item.episode_id != "ep2" and s.trace for s in read.items)

@@ -82,7 +82,7 @@ def test_a_cached_result_is_never_shared_across_knob_values():
 
     metric = CachedEvaluator(lambda arch, data: TrialResult(arch, "x", data, float(len(arch.params))))
     tuned = BASE.replace(params={"retrieve.top_k": 8})
-    assert [metric(a, "search").objective for a in (BASE, tuned, BASE, tuned)] == [0.0, 1.0, 0.0, 1.0]
+    assert [metric(a, "search").score for a in (BASE, tuned, BASE, tuned)] == [0.0, 1.0, 0.0, 1.0]
     assert metric.evaluations == 2
 
 
@@ -112,8 +112,8 @@ def test_knobs_change_behaviour(hash_resources):
     for p in (plain, small):
         p.write(_session())
     query = Query("garden bike", namespace="c")
-    assert len(plain.read(query, budget_tokens=None).items) == 4
-    assert len(small.read(query, budget_tokens=None).items) == 2
+    assert len(plain.read(query, context_budget=None).items) == 4
+    assert len(small.read(query, context_budget=None).items) == 2
     # A low dedup threshold merges near-duplicate turns the default (0.98 for conversations) keeps.
     # The turns are paraphrases with the same content tokens (the speakers' names): `_session`'s
     # differ in a number, so no threshold merges them (managers/_content.py).
@@ -150,14 +150,14 @@ def test_saved_program_round_trip_keeps_the_knob_values(tmp_path, hash_resources
 def test_evaluate_reads_with_the_architecture_top_k_and_ranks_the_lost_gold(hash_resources):
     bench = GeneratedConversations(seed=1, conversations=2)
     arch = BASE.replace(params={"retrieve.top_k": 2})
-    result = evaluate(arch, bench, split="search", resources=hash_resources, limit=20, budget_tokens=None)
+    result = evaluate(arch, bench, split="search", resources=hash_resources, limit=20, context_budget=None)
     assert not result.failed and result.metadata["top_k"] == 2 and result.architecture == arch
     assert all(len(o.retrieved_ids) <= 2 for o in result.outcomes)
     ranked = [o for o in result.outcomes if o.attribution == "retrieve"]
     assert ranked and all(o.evidence["top_k"] == 2 and o.evidence["rank_depth"] == 20 for o in ranked)
     assert all(o.evidence["gold_rank"] is None or o.evidence["gold_rank"] > 2 for o in ranked)
-    default = evaluate(BASE, bench, split="search", resources=hash_resources, limit=20, budget_tokens=None)
-    assert default.metadata["top_k"] == 20 and default.objective >= result.objective  # B/10 of the default 200
+    default = evaluate(BASE, bench, split="search", resources=hash_resources, limit=20, context_budget=None)
+    assert default.metadata["top_k"] == 20 and default.score >= result.score  # B/10 of the default 200
 
 
 # -- the full Optuna space --------------------------------------------------------------------------
@@ -306,7 +306,7 @@ def test_compiled_program_and_its_record_read_with_the_pick_top_k(hash_resources
 
     metric = BenchmarkEvaluator(GeneratedConversations(seed=1, conversations=1), resources=hash_resources)
     opt = MemarchOptimizer(metric, strategy="random", budget=1, resources=hash_resources, space_mode="full")
-    best = SimpleNamespace(objective=0.5, result=SimpleNamespace(metadata={"objective": "answer_span"}))
+    best = SimpleNamespace(score=0.5, result=SimpleNamespace(metadata={"metric": "answer_span"}))
     program = opt._program(BASE.replace(params={"retrieve.top_k": 8}), best, 0.4, None)
     assert program.top_k == 8 and program.evaluation.top_k == 8
     assert opt._program(BASE, best, 0.4, None).evaluation.top_k == 20

@@ -68,8 +68,8 @@ def test_budget_and_top_k_honoured(hash_resources):
                             resources=hash_resources, top_k=5)
     for i in range(1, 8):
         program.write(session(i))
-    r = program.read(Query("When did Caroline go hiking?", namespace="conv"), budget_tokens=25)
-    assert r.trace["tokens_used"] <= 25 and len(r.items) <= 5
+    r = program.read(Query("When did Caroline go hiking?", namespace="conv"), context_budget=25)
+    assert r.trace["words_used"] <= 25 and len(r.items) <= 5
     assert program.read(Query("hiking", namespace="other")).items == []  # namespaces never leak
 
 

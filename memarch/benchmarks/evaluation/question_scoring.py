@@ -134,7 +134,7 @@ class QuestionScorer:
                                     **{k: v for k, v in values.items() if v is not None}}
         fallback = metric_fallback(values, self.metric)  # counted and shown, never silent
         if fallback is not None:
-            evidence["objective_fallback"] = fallback
+            evidence["metric_fallback"] = fallback
         if skipped:
             evidence["retrieval_skipped"] = True  # no gold evidence ids: no hit@k / ndcg@k / mrr
         return evidence

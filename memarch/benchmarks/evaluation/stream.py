@@ -156,9 +156,9 @@ def stream_result(bench: Benchmark, outcomes: list[QueryOutcome], per_query: dic
     scores = {name: mean(vals) for name, vals in per_query.items()}
     scores["questions"] = float(len(outcomes))
     attribution = Counter(o.attribution for o in outcomes if o.attribution)
-    fallbacks = sum(1 for o in outcomes if "objective_fallback" in o.evidence)
+    fallbacks = sum(1 for o in outcomes if "metric_fallback" in o.evidence)
     if fallbacks:
-        scores["objective_fallbacks"] = float(fallbacks)
+        scores["metric_fallbacks"] = float(fallbacks)
     skipped = sum(1 for o in outcomes if o.evidence.get("retrieval_skipped"))
     scores["retrieval_skipped"] = float(skipped)  # questions without gold evidence: no hit@k etc.
     return TrialResult(

@@ -109,7 +109,7 @@ def export_finetune(program: Any, benchmark: Any, *, min_score: float | None = N
         raise MemarchError(f"the search-split run failed: {result.error}")
     readers = _readers(program.store, result.outcomes)
     meta = {"benchmark": result.benchmark, "split": SPLIT, "architecture": program.architecture.key(),
-            "objective": result.metadata.get("metric"), "adapter": adapter, "source": source}
+            "metric": result.metadata.get("metric"), "adapter": adapter, "source": source}
     lines, dropped, kept = [], Counter(), Counter()
     for pair in recorder.pairs:
         reason, line = _judge(pair, readers, result.outcomes, min_score, adapter, meta)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.deprecation import deprecated_attribute
 from memarch.pipeline.trial import QueryOutcome, TrialResult
 
 if TYPE_CHECKING:
@@ -71,11 +72,11 @@ def expand(arch: Architecture | None, data: dict[str, Any] | str) -> TrialResult
 
 @dataclass
 class TrialRecord:
-    """One evaluated architecture: its first trial's number, objective, cost and (compact) result."""
+    """One evaluated architecture: its first trial's number, score, cost and (compact) result."""
 
     number: int
     architecture: Architecture
-    objective: float
+    score: float
     cost: float
     result: TrialResult
     role: str = ""  # who proposed it: warm_start / random / tpe / exploit / explore / lm / ...
@@ -83,6 +84,8 @@ class TrialRecord:
     parent: str = ""  # architecture key the edit was applied to
     fidelity: float = 1.0  # share of the split's instances scored (< 1: a pruned trial's partial result)
     _scores: dict[str, float] | None = field(default=None, repr=False)
+
+    objective = deprecated_attribute("objective", "score", "TrialRecord")
 
     def scores_by_query(self) -> dict[str, float]:
         if self._scores is None:

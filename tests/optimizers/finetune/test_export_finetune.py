@@ -54,7 +54,7 @@ def test_keeps_only_calls_whose_items_served_a_successful_query(hash_resources):
     assert (meta["module"], meta["signature"], meta["episode"], meta["split"]) == \
         ("encoder:fact", "ExtractFacts", "n/s1", "search")
     assert (meta["queries_succeeded"], meta["queries_failed"], meta["score"]) == (1, 1, 0.5)
-    assert meta["label"] == "lm-free" and meta["objective"] == "answer_span"
+    assert meta["label"] == "lm-free" and meta["metric"] == "answer_span"
     system, user, assistant = line["messages"]
     assert "Extract atomic, lasting facts" in system["content"]  # the signature's instructions
     assert "[D1:1] Ann: My dog is called Rex." in user["content"] and "D2:1" not in user["content"]
@@ -92,7 +92,7 @@ def test_every_line_validates_against_the_messages_layout(hash_resources):
     from memarch.benchmarks import get_benchmark
 
     arch = Architecture(("turn", "summary", "fact", "entity", "event"), "vector", "hybrid", "lightweight")
-    program = MemoryProgram(arch, resources=hash_resources, top_k=6, budget_tokens=60)
+    program = MemoryProgram(arch, resources=hash_resources, top_k=6, context_budget=60)
     export = export_finetune(program, get_benchmark("generated", conversations=1, sessions=3), limit=12)
     assert export.lines and export.considered == len(export.lines) + sum(export.dropped.values())
     assert any(r.startswith("no label: the LM-free turn encoder") for r in export.dropped)

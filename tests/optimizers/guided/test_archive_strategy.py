@@ -176,7 +176,7 @@ def test_archive_runs_in_compile_with_mlflow_lineage(space, tmp_path):
     opt.compile(space)
     counts = opt.report.counts
     assert counts["parents_drawn"] >= 3 and counts["no_memory_evaluations"] == 1 and counts["evaluated"] == 6
-    assert opt.study.user_attrs[NO_MEMORY_ATTR]["value"] == SyntheticMetric(n_queries=20)(None, "search").objective
+    assert opt.study.user_attrs[NO_MEMORY_ATTR]["value"] == SyntheticMetric(n_queries=20)(None, "search").score
     runs = tracker.client.search_runs([tracker.experiment_id], max_results=100)
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == tracker.parent_run_id]
     lineage = [r for r in children if r.data.params.get("role") == "archive"]

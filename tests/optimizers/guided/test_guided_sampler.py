@@ -71,7 +71,7 @@ def test_record_outcomes_without_a_trial_result(space):
     study.enqueue_trial(space.to_params(arch))
     study.optimize(objective, n_trials=4)
     rec = History.from_study(study).records[0]
-    assert rec.objective == 0.5 and rec.result.attribution == {"retrieve": 5}
+    assert rec.score == 0.5 and rec.result.attribution == {"retrieve": 5}
     assert [t.system_attrs.get("memarch:role") for t in study.trials[1:]].count(None) == 0  # all guided
 
 
@@ -109,7 +109,7 @@ def test_trials_without_recorded_outcomes_are_warned_once_and_minimising_is_refu
         arch = space.suggest(trial)
         if not space.is_valid(arch):
             raise optuna.TrialPruned()
-        return SyntheticMetric(n_queries=10)(arch, "search").objective
+        return SyntheticMetric(n_queries=10)(arch, "search").score
 
     sampler = memarch.GuidedSampler(space, seed=0, k=2)
     study = optuna.create_study(direction="maximize", sampler=sampler)

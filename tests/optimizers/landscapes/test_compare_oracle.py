@@ -28,7 +28,7 @@ def test_trials_to_top_and_captured_gain_follow_the_table(small_landscape):
     plain = [k for k in land.keys if k != "none" and k not in t.top][:4]
     oracle, preset = land.keys[t.oracle], land.keys[t.presets[t.best_preset]]
     runs = {"a": [_report([*plain[:2], top, plain[2]], oracle), _report(plain, preset)]}
-    view = OracleView(land, runs, budget=4, objective=land.default_metric)
+    view = OracleView(land, runs, budget=4, metric=land.default_metric)
     row = view.rows()[0]
     # Seed 0 meets a top architecture at its 3rd trial, seed 1 never (counted budget + 1 = 5).
     assert sorted(view._first_top(r) for r in runs["a"]) == [3, 5]
@@ -45,7 +45,7 @@ def test_agreement_counts_equal_different_and_missing_scores(small_landscape):
     a, b = [k for k in land.keys if k != "none"][:2]
     search_a, search_b = float(t.search[land.index(a)]), float(t.search[land.index(b)])
     runs = {"x": [_report([a, b, "turn|json|hybrid|nope"], a, [[search_a], [search_b + 0.01], [0.5]])]}
-    agree = OracleView(land, runs, budget=3, objective=land.default_metric).agreement()
+    agree = OracleView(land, runs, budget=3, metric=land.default_metric).agreement()
     assert agree["architectures"] == 3 and agree["missing"] == 1 and agree["looked_up"] == 2
     assert agree["equal"] == 1 and agree["max_abs_diff"] == pytest.approx(0.01)
 

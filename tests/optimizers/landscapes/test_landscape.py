@@ -60,7 +60,7 @@ def _assert_same(live, looked_up):
     for a, b in zip(live.outcomes, looked_up.outcomes):
         assert b.score == pytest.approx(a.score, abs=1e-6)
         assert (b.success, b.attribution, b.category) == (a.success, a.attribution, a.category), a.query_id
-    assert looked_up.objective == pytest.approx(live.objective, abs=1e-6)
+    assert looked_up.score == pytest.approx(live.score, abs=1e-6)
     assert set(looked_up.scores) == set(live.scores)
     for k, v in live.scores.items():
         assert looked_up.scores[k] == pytest.approx(v, abs=1e-6)
@@ -77,14 +77,14 @@ def test_lookup_equals_live_evaluate_for_each_split_objective_and_kind_of_sharin
     assert land.meta["build"]["sharing"]["architectures_fully_reused"] > 0
     for key in dict.fromkeys(picks):
         for split in ("search", "validation", "test"):
-            for objective in land.objectives:
-                live = evaluate(architecture_of(key), bench, split=split, resources=hash_res, objective=objective)
+            for objective in land.metrics:
+                live = evaluate(architecture_of(key), bench, split=split, resources=hash_res, metric=objective)
                 _assert_same(live, land.result(key, split, objective))
 
 
 def test_reads_do_not_change_memory(bench, hash_res):
     program = MemoryProgram(Architecture(("turn", "event"), "graph", "graph", "lightweight"), resources=hash_res,
-                            top_k=20, budget_tokens=200)
+                            top_k=20, context_budget=200)
     dialogue = bench.dialogues[0]
     for session in dialogue.sessions:
         program.write(session)
@@ -94,7 +94,7 @@ def test_reads_do_not_change_memory(bench, hash_res):
     for name in space.retrievers:
         retriever = REGISTRY.get("retriever", name).cls(hash_res)
         for q in dialogue.questions:
-            retriever.retrieve(Query(q.text, namespace=dialogue.namespace), program.store, top_k=20, budget_tokens=200)
+            retriever.retrieve(Query(q.text, namespace=dialogue.namespace), program.store, top_k=20, context_budget=200)
     assert program.store.version(dialogue.namespace) == version
     assert namespace_digest(program.store, dialogue.namespace) == before
 
@@ -162,8 +162,8 @@ def test_reads_are_reused_only_where_memories_are_equal(bench, hash_res, tmp_pat
         assert land.arrays["group"][land.index(archs[1])] != land.arrays["group"][land.index(archs[0])]
         for arch in archs[1:]:
             for split in ("search", "test"):
-                for objective in land.objectives:
-                    _assert_same(evaluate(arch, bench, split=split, resources=hash_res, objective=objective),
+                for objective in land.metrics:
+                    _assert_same(evaluate(arch, bench, split=split, resources=hash_res, metric=objective),
                                  land.result(arch, split, objective))
 
 
@@ -187,8 +187,8 @@ def test_metric_contract_and_lookup_counts(land):
     assert metric.family == "conversation"
     arch = architecture_of(land.keys[1])
     result = metric(arch, "search")
-    assert not result.failed and result.metadata["objective"] == "answer_recall"
-    assert result.objective == pytest.approx(land.objective_values("search", "answer_recall")[1])
+    assert not result.failed and result.metadata["metric"] == "answer_recall"
+    assert result.score == pytest.approx(land.metric_values("search", "answer_recall")[1])
     assert metric(None, "test").architecture is None
     absent = metric(Architecture(("fact",), "json", "mmr", "lightweight"), "search")
     assert absent.failed and "not in the landscape (sampled:" in absent.error
@@ -291,9 +291,9 @@ def test_locomo_landscape_equals_live_evaluate(data_dir, resources, tmp_path):
     land = build(plan_build(bench, resources=resources, architectures=archs, presets=False),
                  tmp_path / "locomo.npz", progress=False)
     assert land.meta["data"]["sha256"] and land.meta["queries"]["test"] > 0
-    assert "answer_span" in land.objectives
+    assert "answer_span" in land.metrics
     for arch in archs[1:2] + archs[3:] + [None]:
         for split in ("search", "test"):
             for objective in ("answer_span", "answer_recall"):
-                _assert_same(evaluate(arch, bench, split=split, resources=resources, objective=objective),
+                _assert_same(evaluate(arch, bench, split=split, resources=resources, metric=objective),
                              land.result(arch, split, objective))

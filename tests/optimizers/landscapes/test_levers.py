@@ -75,7 +75,7 @@ def test_a_lever_row_equals_live_evaluate_and_the_default_row_the_plain_one(leve
     for key in (preset, variants[-1]):
         for split in ("search", "test"):
             live = evaluate(architecture_of(key), small_generated, split=split, resources=hash_res,
-                            objective="answer_span")
+                            metric="answer_span")
             looked = lever_land.result(key, split, "answer_span")
             assert [o.score for o in looked.outcomes] == pytest.approx([o.score for o in live.outcomes], abs=1e-6)
 
@@ -138,6 +138,6 @@ def test_write_side_knobs_get_their_own_write_pass(small_generated, hash_res, tm
     group = land.arrays["group"]
     assert group[land.index(plain)] != group[land.index(chunks)]
     assert land.meta["build"]["sharing"]["write_passes"] == 2
-    live = evaluate(chunks, small_generated, split="test", resources=hash_res, objective="answer_span")
+    live = evaluate(chunks, small_generated, split="test", resources=hash_res, metric="answer_span")
     looked = land.result(chunks, "test", "answer_span")
     assert [o.score for o in looked.outcomes] == pytest.approx([o.score for o in live.outcomes], abs=1e-6)

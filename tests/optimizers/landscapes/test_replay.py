@@ -54,7 +54,7 @@ def test_a_replayed_trial_is_the_live_evaluation(land, bench, hash_res):
     run = replay.run("random", 0)
     arch = land.architecture(land.index(run.pick))
     live = evaluate(arch, bench, split="test", resources=hash_res)
-    assert run.pick_test == pytest.approx(live.objective, abs=1e-6)
+    assert run.pick_test == pytest.approx(live.score, abs=1e-6)
 
 
 def test_report_table_names_the_gap_first_and_the_ratios(land, tmp_path):

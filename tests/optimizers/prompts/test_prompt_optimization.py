@@ -55,7 +55,7 @@ def proposer_lm() -> DummyLM:
 def lm_setup(small_generated, hash_resources):
     lm = ReaderLM(small_generated)
     res = Resources(embedder=hash_resources.embedder, lm=lm, cache_dir=hash_resources.cache_dir)
-    metric = BenchmarkEvaluator(small_generated, resources=res, reader=MemoryReader(res), objective="qa_f1")
+    metric = BenchmarkEvaluator(small_generated, resources=res, reader=MemoryReader(res), metric="qa_f1")
     program = MemoryProgram(ARCH, resources=res, **metric.program_settings())
     return lm, metric, program
 
@@ -102,7 +102,7 @@ def test_gepa_feedback_names_the_attributed_module():
                            evidence={"question": "Where does Priya live?", "prediction": "Oslo",
                                      "lost": {"D1:3": "retrieve"},
                                      "gold_rank": 7, "read_items": 4})
-    pred = dspy.Prediction(score=0.0, outcome=outcome, objective="qa_f1",
+    pred = dspy.Prediction(score=0.0, outcome=outcome, metric="qa_f1",
                            missed=[("D1:3", "Priya: I'm living in Bergen at the moment")])
     example = dspy.Example(question="Where does Priya live?", answer="Bergen")
     metric = PromptMetric(feedback=True)

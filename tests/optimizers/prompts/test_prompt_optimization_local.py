@@ -28,7 +28,7 @@ def test_bootstrap_with_the_local_lm_reader(hash_resources, tmp_path):
     with local_lm(threads=1) as lm:
         reading = Resources(embedder=hash_resources.embedder, lm=lm, cache_dir=tmp_path)
         metric = BenchmarkEvaluator(bench, resources=hash_resources, limit=2, reader=MemoryReader(reading),
-                                 objective="qa_f1")
+                                 metric="qa_f1")
         program = MemoryProgram(Architecture(("turn",), "vector", "hybrid", "lightweight"),
                                 resources=hash_resources, **metric.program_settings())
         report = optimize_prompts(program, metric, "bootstrap", lm=lm, examples=2)

@@ -61,7 +61,7 @@ def test_live_evaluation_dialogue_by_dialogue_equals_the_whole_and_stops_where_a
     full = evaluate(MEMP, bench, split="search", resources=hash_res,
                     on_instance=lambda d, n, s: seen.append((d, n, len(s))) or False)
     assert [o.query_id for o in full.outcomes] == [o.query_id for o in whole.outcomes]
-    assert full.objective == pytest.approx(whole.objective) and full.metadata["instances"] == {"done": 4, "total": 4}
+    assert full.score == pytest.approx(whole.score) and full.metadata["instances"] == {"done": 4, "total": 4}
     assert [(d, n) for d, n, _ in seen] == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert sum(k for _, _, k in seen) == len(whole.outcomes)
     cut = evaluate(MEMP, bench, split="search", resources=hash_res, on_instance=lambda d, n, s: d == 2)
@@ -69,7 +69,7 @@ def test_live_evaluation_dialogue_by_dialogue_equals_the_whole_and_stops_where_a
     assert len(cut.outcomes) == seen[0][2] + seen[1][2]
     assert [o.query_id for o in cut.outcomes] == [o.query_id for o in whole.outcomes[:len(cut.outcomes)]]
     assert len({instance_of(o.query_id) for o in cut.outcomes}) == 2
-    assert cut.objective == pytest.approx(sum(o.score for o in cut.outcomes) / len(cut.outcomes))
+    assert cut.score == pytest.approx(sum(o.score for o in cut.outcomes) / len(cut.outcomes))
     metric = BenchmarkEvaluator(bench, resources=hash_res)
     assert metric.supports_instances() and CachedEvaluator(metric).supports_instances()
     assert not as_evaluator(lambda a, d: None).supports_instances()

@@ -123,7 +123,7 @@ def test_guided_diagnoses_and_keeps_a_ledger(space):
 
 def test_guided_reaches_the_optimum_before_random(space):
     metric = SyntheticMetric()
-    optimum = max(metric(a, "search").objective for a in space.enumerate())
+    optimum = max(metric(a, "search").score for a in space.enumerate())
     hits = {}
     for name in ("guided", "random"):
         _, _, h = _run(name, space, metric, budget=40, name=name)
@@ -146,8 +146,8 @@ def test_champion_changes_only_on_a_significant_win(space):
     rec_a, rec_b = h.records
     outcomes = list(rec_a.result.outcomes)
     outcomes[0] = type(outcomes[0])("search-0", 1.0, True)
-    edged = TrialRecord(rec_b.number, rec_b.architecture, rec_a.objective + 1e-3, rec_b.cost,
-                        type(rec_b.result)(rec_b.architecture, "synthetic", "search", rec_a.objective + 1e-3,
+    edged = TrialRecord(rec_b.number, rec_b.architecture, rec_a.score + 1e-3, rec_b.cost,
+                        type(rec_b.result)(rec_b.architecture, "synthetic", "search", rec_a.score + 1e-3,
                                            outcomes=outcomes))
     assert select_champion(History([rec_a, edged])).architecture.key() == a.key()
 
@@ -201,7 +201,7 @@ def test_compile_returns_a_program_that_reloads_and_scores_the_same(space, tmp_p
     assert rep.architecture.key() in rep.finalists and rep.validation_score == max(rep.finalists.values())
     again = MemoryProgram.load(tmp_path / "prog.json", resources=hash_resources)
     assert again.architecture == program.architecture
-    assert metric(again.architecture, "test").objective == rep.test_score
+    assert metric(again.architecture, "test").score == rep.test_score
 
 
 def test_mlflow_holds_one_parent_and_nested_trial_runs(space, tmp_path):
@@ -254,7 +254,7 @@ def test_edits_that_change_no_outcome_are_inert_dead_ends(space):
     def rec(n, arch, scores, edit="", parent=""):
         outs = [QueryOutcome(f"q{i}", s, s >= 0.5) for i, s in enumerate(scores)]
         res = TrialResult(arch, "synthetic", "search", sum(scores) / len(scores), outcomes=outs)
-        return TrialRecord(n, arch, res.objective, 0.0, res, edit=edit, parent=parent)
+        return TrialRecord(n, arch, res.score, 0.0, res, edit=edit, parent=parent)
 
     base = Architecture(("tip",), "json", "hybrid", "lightweight")
     same = [1.0, 0.0, 1.0, 0.0]
@@ -283,7 +283,7 @@ def test_multi_module_edits_name_every_module_and_skip_inert_ones(space):
     def rec(n, arch, scores, edit="", parent=""):
         outs = [QueryOutcome(f"q{i}", s, s >= 0.5, attribution="retrieve" if s < 0.5 else None) for i, s in enumerate(scores)]
         res = TrialResult(arch, "synthetic", "search", sum(scores) / len(scores), outcomes=outs)
-        return TrialRecord(n, arch, res.objective, 0.0, res, edit=edit, parent=parent)
+        return TrialRecord(n, arch, res.score, 0.0, res, edit=edit, parent=parent)
 
     same = [1.0, 0.0, 1.0, 0.0]
     best = base.replace(retrieve="mmr")
@@ -309,7 +309,7 @@ def test_explore_ablates_one_encoder_of_the_leader(space):
         outs = [QueryOutcome(f"q{i}", s, s >= 0.5, attribution="retrieve" if s < 0.5 else None)
                 for i, s in enumerate(scores)]
         res = TrialResult(arch, "synthetic", "search", sum(scores) / len(scores), outcomes=outs)
-        return TrialRecord(n, arch, res.objective, 0.0, res)
+        return TrialRecord(n, arch, res.score, 0.0, res)
 
     leader = Architecture(("tip", "trajectory"), "json", "hybrid", "lightweight")
     h = History([rec(0, leader, [1.0, 1.0, 0.0, 0.0]),

@@ -21,5 +21,5 @@ def test_metric_uses_the_lm_reader_when_an_lm_is_configured(tmp_path):
     metric = build_evaluator(args, resources)
     result = metric(Architecture(("turn",), "json", "hybrid", "lightweight"), "search")
     assert not result.failed, result.error
-    assert result.metadata["objective"] == "qa_f1" and "qa_f1" in result.scores
-    assert result.objective == result.scores["qa_f1"]
+    assert result.metadata["metric"] == "qa_f1" and "qa_f1" in result.scores
+    assert result.score == result.scores["qa_f1"]
