@@ -6,7 +6,7 @@ bootstrap over the test questions of (pick - preset), and the memory tokens each
 
     .venv/bin/python benchmarks/bench_full_space.py --data ../shared/data              # ~30 min warm
     .venv/bin/python benchmarks/bench_full_space.py --data ../shared/data \\
-        --select "memory_tokens<=46183"    # two objectives, the pick within memp's validation memory
+        --select "memory_words<=46183"    # two objectives, the pick within memp's validation memory
 
 A finished comparison in --out is reused (delete it to measure again).
 """
@@ -34,7 +34,7 @@ def run_compare(args, out: Path) -> Path:
            "--space", "full", "--strategies", "guided", "--budget", str(args.budget), "--seeds", str(args.seeds),
            "--no-tracking", "--storage", f"sqlite:///{out.resolve()}/optuna.db", "--out", str(out)]
     if args.select:
-        cmd += ["--objectives", "quality,memory_tokens", "--select", args.select]
+        cmd += ["--objectives", "quality,memory_words", "--select", args.select]
     print(" ".join(cmd[2:]), flush=True)
     rc = subprocess.call(cmd)
     if rc != 0 or not result.exists():
@@ -56,7 +56,7 @@ def main() -> int:
     ap.add_argument("--data", default="../shared/data", help="shared data directory (locomo/ inside)")
     ap.add_argument("--budget", type=int, default=40)
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--select", default="", help='e.g. "memory_tokens<=46183": two objectives, constrained pick')
+    ap.add_argument("--select", default="", help='e.g. "memory_words<=46183": two objectives, constrained pick')
     ap.add_argument("--out", default=None, help="comparison directory (default mlruns/bench/full-space[-select])")
     args = ap.parse_args()
     args.locomo = Path(args.data) / "locomo" / "locomo10.json"
@@ -80,7 +80,7 @@ def main() -> int:
         key = (arch.key(), split)
         if key not in cache:
             r = metric(arch, split)
-            cache[key] = ({o.query_id: o.score for o in r.outcomes}, r.score, r.cost.get("memory_tokens", 0.0))
+            cache[key] = ({o.query_id: o.score for o in r.outcomes}, r.score, r.cost.get("memory_words", 0.0))
         return cache[key]
 
     presets = sorted(presets_for(ArchitectureSpace("conversation", lm_available=False)).items(),

@@ -11,7 +11,7 @@ Hit@1 / NDCG@5 beside the published CPU-only retriever's 0.752 / 0.829 (arXiv 26
     # the table (compiles a seed whose program is missing)
     .venv/bin/python benchmarks/bench_levers_goal.py --data ../shared/data --seeds 0,1,2,3,4
     # the same with the pick held to memp's memory on validation (two objectives, a constrained pick)
-    .venv/bin/python benchmarks/bench_levers_goal.py --data ../shared/data --select "memory_tokens<=46183"
+    .venv/bin/python benchmarks/bench_levers_goal.py --data ../shared/data --select "memory_words<=46183"
 
 Nothing is tuned on test: the compile searches on the search split and picks on validation; test is
 read once per architecture here.
@@ -47,7 +47,7 @@ def compile_seed(args, seed: int, program: Path) -> None:
            "--strategies", "guided", "--no-tracking", "--storage", f"sqlite:///{args.out.resolve()}/optuna-s{seed}.db",
            "--out", str(args.out), "--output", str(program)]
     if args.select:
-        cmd += ["--objectives", "quality,memory_tokens", "--select", args.select]
+        cmd += ["--objectives", "quality,memory_words", "--select", args.select]
     print(" ".join(cmd[2:]), flush=True)
     with open(args.out / f"compile-s{seed}.log", "w") as log:
         rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -69,7 +69,7 @@ def main() -> int:
     ap.add_argument("--seeds", default="0,1,2,3,4", help="comma-separated seeds")
     ap.add_argument("--budget", type=int, default=40)
     ap.add_argument("--compile-only", action="store_true", help="run the missing compiles, no table")
-    ap.add_argument("--select", default="", help='e.g. "memory_tokens<=46183": two objectives, the pick within '
+    ap.add_argument("--select", default="", help='e.g. "memory_words<=46183": two objectives, the pick within '
                     "memp's validation memory")
     ap.add_argument("--out", default=None, help="programs, studies and logs (default mlruns/bench/levers-goal[-select])")
     args = ap.parse_args()

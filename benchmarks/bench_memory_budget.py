@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                              config=b.config() if b else None)
                 kept = r.metadata.get("memory_budget", {})
                 cells.append({"architecture": arch.key(), "budget": b.spec if b else "unlimited",
-                              "tokens": b.tokens if b else None, "objective": r.score, "failed": r.failed,
+                              "words": b.words if b else None, "score": r.score, "failed": r.failed,
                               "error": r.error, "memory_items": r.cost.get("memory_items"), "policy": kept,
                               "wall_s": r.cost.get("wall_s")})
                 scores.append(float("nan") if r.failed else r.score)

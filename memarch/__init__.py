@@ -1,4 +1,9 @@
-"""memarch: search for the best long-term-memory architecture for an LLM agent."""
+"""memarch: search for the best long-term-memory architecture for an LLM agent.
+
+The entry points are importable from here (``from memarch import MemarchOptimizer,
+BenchmarkEvaluator, evaluate, compare, Memory``); the core types load at once, everything heavy
+(DSPy, torch, Optuna, MLflow) only when a name that needs it is first used.
+"""
 from memarch.errors import MemarchError
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.episodes import Episode, Query, Step, Turn
@@ -19,36 +24,39 @@ def _load_builtin_modules() -> None:
 
 _REGISTRY.add_loader(_load_builtin_modules)
 
-
-_SEARCH = ("GuidedSampler", "ParamSpace", "record_result", "record_outcomes", "make_sampler")
-
-
-def __getattr__(name):  # heavy imports (dspy, torch, optuna) only when asked for
-    if name == "MemoryProgram":
-        from memarch.pipeline.program import MemoryProgram
-
-        return MemoryProgram
-    if name in ("Memory", "MemoryRecord"):
-        import memarch.app.memory as memory_app
-
-        return getattr(memory_app, name)
-    if name == "AsyncMemory":
-        from memarch.app.asynchronous import AsyncMemory
-
-        return AsyncMemory
-    if name == "SearchSpace":  # the Optuna parameter view's old name; one release of grace
-        import warnings
-
-        warnings.warn("memarch.SearchSpace is now memarch.ParamSpace", DeprecationWarning, stacklevel=2)
-        name = "ParamSpace"
-    if name in _SEARCH:
-        import memarch.optimizers as optimizers
-
-        return getattr(optimizers, name)
-    raise AttributeError(name)
+# name -> the module that defines it, imported when the name is first used.
+_LAZY = {
+    "MemoryProgram": "memarch.pipeline.program", "Resources": "memarch.pipeline.resources",
+    "Embedder": "memarch.pipeline.embed",
+    "Memory": "memarch.app.memory", "MemoryRecord": "memarch.app.records", "AsyncMemory": "memarch.app.asynchronous",
+    "get_benchmark": "memarch.benchmarks", "evaluate": "memarch.benchmarks.evaluation.evaluate",
+    "EvaluationSettings": "memarch.benchmarks.evaluation.settings",
+    "MemarchOptimizer": "memarch.optimizers.compile", "SearchSettings": "memarch.optimizers.compile",
+    "CompileReport": "memarch.optimizers.compile", "compare": "memarch.optimizers.comparison",
+    "Comparison": "memarch.optimizers.comparison",
+    "Evaluator": "memarch.optimizers.evaluators", "BenchmarkEvaluator": "memarch.optimizers.evaluators",
+    "CachedEvaluator": "memarch.optimizers.evaluators",
+    "GuidedSampler": "memarch.optimizers.samplers", "make_sampler": "memarch.optimizers.samplers",
+    "ParamSpace": "memarch.optimizers.search.param_space",
+    "record_result": "memarch.optimizers.search.trial_function",
+    "record_outcomes": "memarch.optimizers.search.trial_function",
+}
+# Names of earlier releases (one release of grace, with a warning): old name -> new name.
+_RENAMED = {"SearchSpace": "ParamSpace", "BenchmarkMetric": "BenchmarkEvaluator", "CachedMetric": "CachedEvaluator"}
 
 
-__all__ = [
-    "Architecture", "ArchitectureSpace", "AsyncMemory", "Episode", "LineageEntry", "MemarchError", "Memory", "MemoryItem",
-    "MemoryProgram", "MemoryRecord", "Query", "Retrieval", "ScoredItem", "Step", "Turn", "Usage", *_SEARCH,
-]
+def __getattr__(name):
+    import importlib
+
+    if name in _RENAMED:
+        from memarch.pipeline.deprecation import warn_renamed
+
+        warn_renamed(name, _RENAMED[name], "memarch")
+        name = _RENAMED[name]
+    if name not in _LAZY:
+        raise AttributeError(f"module 'memarch' has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)
+
+
+__all__ = sorted(["Architecture", "ArchitectureSpace", "Episode", "LineageEntry", "MemarchError", "MemoryItem", "Query",
+                  "Retrieval", "ScoredItem", "Step", "Turn", "Usage", *_LAZY])

@@ -111,11 +111,11 @@ MANAGER_KEEP = {"lightweight": 0.6, "json_full": 0.8, "tool_manager": 0.5, "grap
 
 
 def synthetic_costs(arch: Architecture | None) -> dict[str, float]:
-    """Deterministic memory_tokens, read_p95_ms and write_s of an architecture (0 without memory)."""
+    """Deterministic memory_words, read_p95_ms and write_s of an architecture (0 without memory)."""
     if arch is None:
-        return {"memory_tokens": 0.0, "read_p95_ms": 0.0, "write_s": 0.0, "lm_tokens": 0.0}
+        return {"memory_words": 0.0, "read_p95_ms": 0.0, "write_s": 0.0, "lm_tokens": 0.0}
     tokens = sum(ENCODER_TOKENS[e] for e in arch.encode) * MANAGER_KEEP[arch.manage]
-    return {"memory_tokens": round(tokens, 1), "read_p95_ms": STORE_MS[arch.store] + 0.5 * RETRIEVERS[arch.retrieve],
+    return {"memory_words": round(tokens, 1), "read_p95_ms": STORE_MS[arch.store] + 0.5 * RETRIEVERS[arch.retrieve],
             "write_s": 0.01 * len(arch.encode), "lm_tokens": 0.0}
 
 

@@ -1,5 +1,5 @@
-"""The ``--memory-budget`` option that `evaluate`, `compile` and `compare` share: tokens per
-namespace or a percentage of the raw turn tokens, resolved against the benchmark (one line, exit 2
+"""The ``--memory-budget`` option that `evaluate`, `compile` and `compare` share: words per
+namespace or a percentage of the raw turn words, resolved against the benchmark (one line, exit 2
 on a bad value)."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 
 def add_memory_budget_argument(p) -> None:
-    p.add_argument("--memory-budget", default=None, metavar="TOKENS|P%",
-                   help="hard limit on the tokens of active memory per namespace after every write, each manager "
-                        "keeping it with its own policy; 'P%%' = P%% of the mean raw turn tokens of a "
+    p.add_argument("--memory-budget", default=None, metavar="WORDS|P%",
+                   help="hard limit on the words of active memory per namespace after every write, each manager "
+                        "keeping it with its own policy; 'P%%' = P%% of the mean raw turn words of a "
                         "conversation of the search split (default: unlimited)")
 
 

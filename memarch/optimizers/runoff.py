@@ -23,7 +23,7 @@ def choose_on_validation(history: History, evaluator: Evaluator | Metric, valset
     """The top search architectures plus the guarded champion — or, with several objectives, the
     search Pareto front (at most `MAX_FRONT_FINALISTS`, spread over it) — re-scored on validation
     (AutoMem's runoff); ``selection`` picks among them on validation (`select`: best quality, ties
-    to lower memory_tokens then read_p95; the knee; or the best quality within a cost limit).
+    to lower memory_words then read_p95; the knee; or the best quality within a cost limit).
 
     Example::
 

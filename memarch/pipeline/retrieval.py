@@ -1,5 +1,5 @@
 """What a read returns: scored items, each with a trace of why, packed into a context that
-honours ``top_k`` and a token budget."""
+honours ``top_k`` and a context budget in words (`count_words`; LM tokens are another unit)."""
 from __future__ import annotations
 
 import re
@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from memarch.pipeline.deprecation import moved_names
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 
-_TOKEN = re.compile(r"\S+")
+_WORD = re.compile(r"\S+")
 # The default context budget, in words: what the reader gets unless told otherwise (ANCHORS 6).
 DEFAULT_CONTEXT_BUDGET = 200
 
@@ -19,11 +20,11 @@ DEFAULT_CONTEXT_BUDGET = 200
 def count_words(text: str) -> int:
     """Context budget unit: whitespace-separated words (model-independent, documented in README).
     Memoised: a packer counts the same candidates read after read."""
-    return len(_TOKEN.findall(text))
+    return len(_WORD.findall(text))
 
 
 def truncate_words(text: str, budget: int) -> str:
-    words = _TOKEN.findall(text)
+    words = _WORD.findall(text)
     return text if len(words) <= budget else " ".join(words[:budget])
 
 
@@ -118,3 +119,7 @@ def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: 
     t.update({"top_k": top_k, "context_budget": context_budget, "words_used": used,
               "candidates": len(ranked)})
     return Retrieval(query=query, items=kept, context="\n".join(lines), trace=t)
+
+
+# Names of earlier releases (one release of grace, with a warning).
+__getattr__ = moved_names(__name__, {"count_tokens": "count_words", "truncate_tokens": "truncate_words"}, globals())

@@ -248,7 +248,7 @@ def test_cli_evaluate_uses_and_names_the_objective_asked_for(tmp_path, capsys, m
     argv = ["evaluate", "--architecture", str(arch), "--embedder", "hash", "--split", "search", "--limit", "10"]
     assert main([*argv, "--metric", "answer_recall"]) == 0
     out = capsys.readouterr().out
-    assert "objective (answer_recall)" in out and "share of gold answer tokens anywhere" in out
+    assert "score (answer_recall)" in out and "share of gold answer tokens anywhere" in out
 
 
 @pytest.mark.parametrize("argv, needle", [

@@ -25,8 +25,8 @@ def test_trial_result_carries_memory_latency_and_lm_costs(hash_resources):
     for ns, items in active.items():
         assert per_ns[ns] == {"items": len(items), "tokens": sum(count_words(it.text) for it in items)}
     assert c["memory_items"] == sum(v["items"] for v in per_ns.values()) > 0
-    assert c["memory_tokens"] == sum(v["tokens"] for v in per_ns.values()) > c["memory_items"]
-    assert c["memory_tokens_max_ns"] == max(v["tokens"] for v in per_ns.values()) < c["memory_tokens"]
+    assert c["memory_words"] == sum(v["tokens"] for v in per_ns.values()) > c["memory_items"]
+    assert c["memory_words_max_ns"] == max(v["tokens"] for v in per_ns.values()) < c["memory_words"]
     assert c["write_s"] > 0 and c["read_p95_ms"] >= c["read_p50_ms"] > 0
     assert c["lm_tokens"] == 0.0  # no LM ran
 
@@ -34,7 +34,7 @@ def test_trial_result_carries_memory_latency_and_lm_costs(hash_resources):
 def test_no_memory_baseline_costs_nothing_to_keep(hash_resources):
     result = evaluate(None, GeneratedConversations(seed=1, conversations=1), split="search",
                       resources=hash_resources, limit=5)
-    assert "memory_tokens" not in result.cost and result.cost["lm_tokens"] == 0.0
+    assert "memory_words" not in result.cost and result.cost["lm_tokens"] == 0.0
 
 
 def test_memory_costs_skip_deleted_items(hash_resources):
@@ -48,7 +48,7 @@ def test_memory_costs_skip_deleted_items(hash_resources):
     store.delete("b", "u1")
     cost, per_ns = memory_costs(store)
     assert per_ns == {"u1": {"items": 1, "tokens": 3}, "u2": {"items": 1, "tokens": 1}}
-    assert cost == {"memory_items": 2.0, "memory_tokens": 4.0, "memory_tokens_max_ns": 3.0}
+    assert cost == {"memory_items": 2.0, "memory_words": 4.0, "memory_words_max_ns": 3.0}
 
 
 def test_read_costs_percentiles():

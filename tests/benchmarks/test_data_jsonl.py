@@ -215,7 +215,7 @@ def test_compile_compare_and_the_saved_program_run_on_a_jsonl_file(tmp_path, cap
     assert main(["evaluate", "--program", str(out / "p.json")]) == 0
     assert ": reproduced" in capsys.readouterr().out
     assert main(["compare", *tiny, "--budget", "2", "--seeds", "1", "--strategies", "random",
-                 "--objectives", "quality,memory_tokens", "--out", str(tmp_path / "cmp")]) == 0
+                 "--objectives", "quality,memory_words", "--out", str(tmp_path / "cmp")]) == 0
 
 
 def test_longmemeval_converts_when_its_loader_is_present(tmp_path):

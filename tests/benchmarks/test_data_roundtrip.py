@@ -32,7 +32,7 @@ def _same_scores(original, converted, split, resources):
                                                                       a.attribution)
     keep = ("query_id", "score", "success", "category", "attribution", "retrieved_ids", "evidence")
     assert [[getattr(o, k) for k in keep] for o in b.outcomes] == [[getattr(o, k) for k in keep] for o in a.outcomes]
-    assert b.cost["memory_items"] == a.cost["memory_items"] and b.cost["memory_tokens"] == a.cost["memory_tokens"]
+    assert b.cost["memory_items"] == a.cost["memory_items"] and b.cost["memory_words"] == a.cost["memory_words"]
 
 
 def test_locomo_converted_whole_is_the_same_benchmark(tmp_path, data_dir, capsys):

@@ -85,7 +85,7 @@ def test_evaluate_and_stats_cli_on_a_task_file(tasks_file, tmp_path, capsys, mon
     ARCH.save(arch)
     assert main(["evaluate", "--benchmark", "jsonl", "--data", str(tasks_file), "--architecture", str(arch),
                  "--embedder", "hash", "--split", "all"]) == 0
-    assert "objective (task_score)" in capsys.readouterr().out
+    assert "score (task_score)" in capsys.readouterr().out
     assert main(["data", "stats", str(tasks_file), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
     assert (s["tasks"], s["steps"], s["outcomes"]) == (6, 18, {"failure": 1, "success": 5})

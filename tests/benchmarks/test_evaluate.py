@@ -229,11 +229,11 @@ def test_cli_evaluate_prints_scores_cost_and_time(toy_modules, tmp_path, capsys,
                  "--limit", "12", "--json", str(out_json)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "objective (answer_span)" in out and "time:" in out and "failures attributed" in out
+    assert "score (answer_span)" in out and "time:" in out and "failures attributed" in out
     assert "gold answer contiguous in the context cut at 200 words" in out
     saved = json.loads(out_json.read_text())
     assert saved["benchmark"] == "generated" and len(saved["outcomes"]) <= 12
-    assert saved["metadata"]["objective"] == "answer_span"
+    assert saved["metadata"]["metric"] == "answer_span"
     assert all({"answer_span", "answer_recall"} <= set(o["evidence"]) for o in saved["outcomes"])
 
 

@@ -30,7 +30,7 @@ def test_compiled_program_carries_the_trials_settings_and_record(compiled, hash_
     data = json.loads(compiled.read_text())
     assert (data["top_k"], data["context_budget"]) == (6, 60)  # B / 10 with B = 60, as the trials read
     rec = data["evaluation"]
-    assert rec["benchmark"] == "generated" and rec["objective"] == "answer_span" and rec["limit"] == 8
+    assert rec["benchmark"] == "generated" and rec["metric"] == "answer_span" and rec["limit"] == 8
     assert (rec["top_k"], rec["context_budget"]) == (6, 60)
     assert rec["knobs"]["conversations"] == 1 and rec["knobs"]["sessions"] == 3
     assert rec["split"] == {"seed": 0, "split_by": "question",
@@ -50,7 +50,7 @@ def test_evaluate_program_reproduces_the_reported_test_score(compiled, capsys):
     capsys.readouterr()
     assert main(["evaluate", "--program", str(compiled)]) == 0
     out = capsys.readouterr().out
-    assert f"objective (answer_span): {reported:.4f}" in out
+    assert f"score (answer_span): {reported:.4f}" in out
     assert f"reported test {reported:.4f} (objective answer_span): reproduced" in out
     assert main(["evaluate", "--program", str(compiled), "--split", "validation"]) == 0
     assert "reported validation" in (out := capsys.readouterr().out) and ": reproduced" in out

@@ -112,4 +112,4 @@ def test_cli_parses_and_prints(capsys, tmp_path):
                  "--limit", "6", "--metric", "hit@5"])
     out = capsys.readouterr().out
     assert code in (0, None), out
-    assert "objective (hit@5)" in out and "retrieval (turn level" in out and "ndcg@5" in out
+    assert "score (hit@5)" in out and "retrieval (turn level" in out and "ndcg@5" in out

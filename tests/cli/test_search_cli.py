@@ -108,7 +108,7 @@ def test_compile_with_a_pruner_counts_full_evaluations_and_refuses_what_it_canno
     assert 7 <= spent < 8  # the budget is in full evaluations, a pruned trial counting its share
     assert any(t.state == optuna.trial.TrialState.PRUNED and 0 < fidelity_of(t) < 1 for t in study.trials)
     for bad, needle in [(["--pruner", "asha"], "unknown pruner 'asha'"),
-                        (["--pruner", "sha", "--objectives", "quality,memory_tokens"], "needs one objective")]:
+                        (["--pruner", "sha", "--objectives", "quality,memory_words"], "needs one objective")]:
         assert main(["compile", *six, "--budget", "2", *bad, "--study-name", "q"]) == 2
         err = capsys.readouterr().err
         assert needle in err and "Traceback" not in err

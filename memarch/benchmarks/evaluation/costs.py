@@ -1,5 +1,5 @@
-"""What a trial costs beyond its quality: the memory kept at the end (items and tokens, per
-namespace), per-query read latency percentiles and the LM tokens spent — the costs a study can
+"""What a trial costs beyond its quality: the memory kept at the end (items and words, per
+namespace), per-query read latency percentiles and the LM words spent — the costs a study can
 minimise as objectives (see memarch/optimizers/search/objectives.py)."""
 from __future__ import annotations
 
@@ -16,19 +16,19 @@ def memory_costs(store: Any) -> tuple[dict[str, float], dict[str, dict[str, int]
     Example::
 
         cost, per_ns = memory_costs(program.store)
-        cost["memory_tokens"], per_ns["conv-26"]["tokens"]
+        cost["memory_words"], per_ns["conv-26"]["words"]
 
-    Costs: ``memory_items`` and ``memory_tokens`` summed over namespaces (tokens as the context
-    budget counts them, `count_words`), ``memory_tokens_max_ns`` the largest namespace (what one
+    Costs: ``memory_items`` and ``memory_words`` summed over namespaces (words as the context
+    budget counts them, `count_words`), ``memory_words_max_ns`` the largest namespace (what one
     user keeps). Deleted items (tombstones) are not memory a read can use, so they do not count.
     """
     per_ns: dict[str, dict[str, int]] = {}
     for ns in store.namespaces():
         active = store.list(ns)
-        per_ns[ns] = {"items": len(active), "tokens": sum(count_words(it.text) for it in active)}
+        per_ns[ns] = {"items": len(active), "words": sum(count_words(it.text) for it in active)}
     cost = {"memory_items": float(sum(v["items"] for v in per_ns.values())),
-            "memory_tokens": float(sum(v["tokens"] for v in per_ns.values())),
-            "memory_tokens_max_ns": float(max((v["tokens"] for v in per_ns.values()), default=0))}
+            "memory_words": float(sum(v["words"] for v in per_ns.values())),
+            "memory_words_max_ns": float(max((v["words"] for v in per_ns.values()), default=0))}
     return cost, per_ns
 
 

@@ -160,7 +160,7 @@ def _add_memory_costs(result: TrialResult, program: MemoryProgram) -> None:
     result.cost.update(memory)
     result.metadata["memory_per_namespace"] = per_ns
     if program.manager.memory_budget is not None:  # what keeping it cost, counted
-        result.metadata["memory_budget"] = {"tokens": program.manager.memory_budget, **program.manager.budget_stats}
+        result.metadata["memory_budget"] = {"words": program.manager.memory_budget, **program.manager.budget_stats}
 
 
 def _add_fallbacks(result: TrialResult, requests: dict[str, int], fallbacks: dict[str, int]) -> None:

@@ -1,4 +1,4 @@
-"""Memory budgets: the tokens a namespace keeps (`count_words` over its active items), the
+"""Memory budgets: the words a namespace keeps (`count_words` over its active items), the
 shared steps every budget policy ends with (refuse an item larger than the whole budget, prune
 the lowest-utility items), and the rewrites the policies share (an extractive summary, one
 item replacing several with lineage)."""
@@ -23,42 +23,42 @@ yeah okay ok well hey hi thanks thank much lot so s t re ve ll d m""".split())
 
 
 def parse_budget(value: Any) -> int | None:
-    """``memory_budget`` config: a positive integer of tokens per namespace, or None (unlimited)."""
+    """``memory_budget`` config: a positive integer of words per namespace, or None (unlimited)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"memory_budget must be a positive integer of tokens (per namespace), not {value!r}")
+        raise ValueError(f"memory_budget must be a positive integer of words (per namespace), not {value!r}")
     return value
 
 
 @lru_cache(maxsize=1 << 16)
-def _tokens(text: str) -> int:
+def _words(text: str) -> int:
     return count_words(text)
 
 
-def item_tokens(item: MemoryItem) -> int:
+def item_words(item: MemoryItem) -> int:
     # Every write re-counts the namespace: memoised by text, the count is a dict lookup.
-    return _tokens(item.text)
+    return _words(item.text)
 
 
-def active_tokens(store: Any, namespace: str) -> int:
-    """What the budget counts: tokens of the namespace's active items."""
-    return sum(item_tokens(it) for it in store.list(namespace))
+def active_words(store: Any, namespace: str) -> int:
+    """What the budget counts: words of the namespace's active items."""
+    return sum(item_words(it) for it in store.list(namespace))
 
 
 def content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]
 
 
-def extractive_summary(texts: list[str], max_tokens: int) -> str:
+def extractive_summary(texts: list[str], max_words: int) -> str:
     """Sentences of ``texts`` ranked by their count of content words (ties: earlier first), the
-    best kept in their original order while they fit ``max_tokens``; "" when none fits."""
+    best kept in their original order while they fit ``max_words``; "" when none fits."""
     sentences = [s.strip() for t in texts for s in SENTENCE_BREAK.split(t) if s.strip()]
     ranked = sorted(range(len(sentences)), key=lambda i: (-len(set(content_words(sentences[i]))), i))
     chosen, used = [], 0
     for i in ranked:
         n = count_words(sentences[i])
-        if n and used + n <= max_tokens and content_words(sentences[i]):
+        if n and used + n <= max_words and content_words(sentences[i]):
             chosen.append(i)
             used += n
     return " ".join(sentences[i] for i in sorted(chosen))
@@ -94,8 +94,8 @@ def replace_with(manager: Any, members: list[MemoryItem], item: MemoryItem, stor
     last = [m.usage.last_used for m in members if m.usage.last_used is not None and str(m.usage.last_used).isdigit()]
     item.usage.last_used = max(last, key=int) if last else None
     item.log("merged_from", manager.actor, reason, [m.id for m in members], at,
-             tick=manager.tick(store, ns), tokens_before=sum(item_tokens(m) for m in members),
-             tokens_after=item_tokens(item), absorbed={m.id: m.text for m in members})
+             tick=manager.tick(store, ns), words_before=sum(item_words(m) for m in members),
+             words_after=item_words(item), absorbed={m.id: m.text for m in members})
     store.add([item])
     for m in members:
         store.delete(m.id, ns, reason=reason, actor=manager.actor, at=at, status="superseded", related=[item.id])
@@ -106,14 +106,14 @@ def prune_lowest(manager: Any, store: Any, namespace: str, budget: int,
                  utility: Callable[[MemoryItem], float], order: Callable[[MemoryItem], Any], why: str) -> int:
     """Tombstone items, lowest utility first (ties by ``order``: oldest first), until the namespace
     fits ``budget``; returns how many left."""
-    total = active_tokens(store, namespace)
+    total = active_words(store, namespace)
     dropped = 0
     for it in sorted(store.list(namespace), key=lambda it: (utility(it), order(it))):
         if total <= budget:
             break
         u = utility(it)
-        manager.tombstone(it, store, f"budget: {why} (utility {u:.3f}; {total} > {budget} tokens)")
-        total -= item_tokens(it)
+        manager.tombstone(it, store, f"budget: {why} (utility {u:.3f}; {total} > {budget} words)")
+        total -= item_words(it)
         dropped += 1
     manager.budget_stats["pruned"] += dropped
     return dropped
@@ -123,9 +123,9 @@ def refuse_oversized(manager: Any, store: Any, namespace: str, budget: int) -> i
     """An item longer than the whole budget can never fit: refused (a tombstone), never truncated."""
     refused = 0
     for it in store.list(namespace):
-        n = item_tokens(it)
+        n = item_words(it)
         if n > budget:
-            manager.tombstone(it, store, f"budget: refused, the item has {n} tokens, more than the whole "
+            manager.tombstone(it, store, f"budget: refused, the item has {n} words, more than the whole "
                                          f"budget of {budget}")
             refused += 1
     manager.budget_stats["refused"] += refused

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from memarch.modules.managers._budget import (
-    active_tokens, combined_item, extractive_summary, item_tokens,
+    active_words, combined_item, extractive_summary, item_words,
 )
 from memarch.modules.managers._conflicts import newer_or_equal
 from memarch.modules.managers._content import same_content
@@ -23,8 +23,8 @@ from memarch.pipeline.retrieval import count_words
 NEIGHBOUR_EDGES = ("SIMILAR", "COOCCURS", "REINFORCES")
 
 
-def lm_text(manager: Any, members: list[MemoryItem], max_tokens: int) -> str | None:
-    """The LM's rewrite of ``members`` (`GeneraliseMemories`) when it is shorter than ``max_tokens``;
+def lm_text(manager: Any, members: list[MemoryItem], max_words: int) -> str | None:
+    """The LM's rewrite of ``members`` (`GeneraliseMemories`) when it is shorter than ``max_words``;
     None means the LM-free rule (no LM, or an unusable answer: the `Judge` counts the fallback)."""
     judge = getattr(manager, "budget_judge", None)
     if judge is None or not judge.available:
@@ -32,7 +32,7 @@ def lm_text(manager: Any, members: list[MemoryItem], max_tokens: int) -> str | N
 
     def fits(pred: Any) -> bool:
         text = str(pred.general_memory).strip()
-        return bool(text) and count_words(text) <= max_tokens
+        return bool(text) and count_words(text) <= max_words
 
     pred = judge(check=fits, memories=[m.text for m in members])
     if pred is None:
@@ -69,11 +69,11 @@ def merge_near_duplicates(manager: Any, store: Any, namespace: str, budget: int)
     now = manager.tick(store, namespace)
     threshold = manager.budget_merge_threshold
     for g in clusters(items, store.vectors(items), threshold, cross_type=manager.cross_type):
-        if active_tokens(store, namespace) <= budget:
+        if active_words(store, namespace) <= budget:
             return
         members = [items[i] for i in g]
         reason = f"budget: near-duplicates (cosine >= {threshold}) merged"
-        text = lm_text(manager, members, max(item_tokens(m) for m in members))
+        text = lm_text(manager, members, max(item_words(m) for m in members))
         if text is not None:
             manager.replace(members, combined_item(members, text, members[0].kind, namespace, how="merged"),
                             store, reason + " by the LM")
@@ -96,7 +96,7 @@ def merge_near_duplicates(manager: Any, store: Any, namespace: str, budget: int)
 def compress_sessions(manager: Any, store: Any, namespace: str, budget: int) -> None:
     """Conversation memory, oldest session first: runs of up to ``compress_window`` consecutive
     items of one session become one extractive summary (the sentences with the most content words,
-    at most ``compress_ratio`` of their tokens; LM: a rewrite within the same length)."""
+    at most ``compress_ratio`` of their words; LM: a rewrite within the same length)."""
     items = [it for it in store.list(namespace) if not it.fields.get("compressed")]
     sessions: dict[str, list[MemoryItem]] = {}
     first: dict[str, tuple[str, int]] = {}
@@ -104,7 +104,7 @@ def compress_sessions(manager: Any, store: Any, namespace: str, budget: int) -> 
         sid = it.episode_id or it.id
         sessions.setdefault(sid, []).append(it)
         first[sid] = min(first.get(sid, (it.event_time or "", i)), (it.event_time or "", i))
-    total = active_tokens(store, namespace)
+    total = active_words(store, namespace)
     window = manager.compress_window
     for sid in sorted(sessions, key=first.__getitem__):
         group = sessions[sid]
@@ -112,14 +112,14 @@ def compress_sessions(manager: Any, store: Any, namespace: str, budget: int) -> 
             if total <= budget:
                 return
             members = group[start:start + window]
-            before = sum(item_tokens(m) for m in members)
+            before = sum(item_words(m) for m in members)
             limit = max(1, int(before * manager.compress_ratio))
             text = lm_text(manager, members, limit) or extractive_summary([m.text for m in members], limit)
             if len(members) < 2 or not text or count_words(text) >= before:
                 continue
             item = combined_item(members, text, members[0].kind, namespace, how="compressed")
             manager.replace(members, item, store, f"budget: compressed {len(members)} turns of session {sid} "
-                                                  f"({before} -> {count_words(text)} tokens)")
+                                                  f"({before} -> {count_words(text)} words)")
             total -= before - count_words(text)
             manager.budget_stats["compressed"] += len(members)
 
@@ -130,7 +130,7 @@ def compress_trajectories(manager: Any, store: Any, namespace: str, budget: int)
     workflows = {w.id: w for w in store.list(namespace, where={"kind": "workflow"})}
     trajectories = [t for t in store.list(namespace, where={"kind": "trajectory"}) if not t.fields.get("compressed")]
     for t in sorted(trajectories, key=lambda t: t.event_time or ""):
-        if active_tokens(store, namespace) <= budget:
+        if active_words(store, namespace) <= budget:
             return
         into = next((workflows[i] for e in t.lineage if e.action == "promoted_into" for i in e.related
                      if i in workflows), None)
@@ -148,13 +148,13 @@ def compress_trajectories(manager: Any, store: Any, namespace: str, budget: int)
         actions = trajectory_actions(t)
         task = t.fields.get("task") or ""
         text = (f"Shortcut ({t.outcome}{': ' + task if task else ''}): " + "; ".join(actions)) if actions else ""
-        text = lm_text(manager, [t], item_tokens(t) - 1) or text
-        if not text or count_words(text) >= item_tokens(t):
+        text = lm_text(manager, [t], item_words(t) - 1) or text
+        if not text or count_words(text) >= item_words(t):
             continue
         item = combined_item([t], text, "trajectory", namespace, how="compressed",
                              fields={"task": task, "actions": actions})
         manager.replace([t], item, store, f"budget: trajectory compressed to its actions "
-                                          f"({item_tokens(t)} -> {count_words(text)} tokens)")
+                                          f"({item_words(t)} -> {count_words(text)} words)")
         manager.budget_stats["compressed"] += 1
 
 
@@ -168,7 +168,7 @@ def compress(manager: Any, store: Any, namespace: str, budget: int) -> None:
 # -- graph_consolidate -------------------------------------------------------------------------------
 def neighbourhoods(store: Any, namespace: str, items: list[MemoryItem], vecs: np.ndarray,
                    threshold: float, neighbour_threshold: float, max_size: int) -> list[list[int]]:
-    """Connected groups: near-duplicates (cosine >= ``threshold`` and the same content tokens,
+    """Connected groups: near-duplicates (cosine >= ``threshold`` and the same content words,
     `_content.same_content`) and graph neighbours (SIMILAR, COOCCURS, REINFORCES edges) at cosine
     >= ``neighbour_threshold`` — a lossy summary the budget asks for instead of a prune, the
     members' texts kept in the survivor's lineage; each cut to its medoid's ``max_size`` nearest
@@ -200,16 +200,16 @@ def generalise_groups(manager: Any, store: Any, namespace: str, budget: int) -> 
     vecs = store.vectors(items)
     for g in neighbourhoods(store, namespace, items, vecs, manager.budget_merge_threshold,
                             manager.neighbour_threshold, manager.generalise_max):
-        if active_tokens(store, namespace) <= budget:
+        if active_words(store, namespace) <= budget:
             return
         members = [items[i] for i in g]
-        before = sum(item_tokens(m) for m in members)
+        before = sum(item_words(m) for m in members)
         text = lm_text(manager, members, before - 1) or members[medoid(vecs[g])].text
         if count_words(text) >= before:
             continue
         item = combined_item(members, text, members[0].kind, namespace, how="generalised",
                              fields={"generalised_from": [m.id for m in members]})
         manager.replace(members, item, store, f"budget: {len(members)} related memories generalised "
-                                              f"into one ({before} -> {count_words(text)} tokens)")
+                                              f"into one ({before} -> {count_words(text)} words)")
         manager.budget_stats["generalised"] += len(members)
 

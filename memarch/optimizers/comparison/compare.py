@@ -138,7 +138,7 @@ class Comparison:
                 lines.append(f"{r['strategy']} over all seeds: " + ", ".join(f"{k} {v}" for k, v in sorted(shown.items())))
         lines.append(f"winner (median validation score of the picks): {self.winner()}")
         if len(self.objectives) == 1:
-            lines.append("one objective: quality ties broken by lower memory_tokens, then read_p95")
+            lines.append("one objective: quality ties broken by lower memory_words, then read_p95")
         fronts = self.fronts()
         if fronts is not None:
             lines += fronts.lines()

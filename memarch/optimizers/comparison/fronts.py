@@ -21,7 +21,7 @@ class FrontSummary:
 
     Example::
 
-        summary = FrontSummary.of(cmp.runs, ("quality", "memory_tokens"))
+        summary = FrontSummary.of(cmp.runs, ("quality", "memory_words"))
         summary.median["guided"], summary.lines()
 
     Args:

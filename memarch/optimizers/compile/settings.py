@@ -39,9 +39,9 @@ class SearchSettings:
             ``seed`` — the same for every strategy of that seed; ``"none"``; or a list of architectures.
         max_failures: consecutive failed trials that stop the study (one clear error).
         objectives: ``("quality",)`` (default) or quality and costs, e.g. ``("quality",
-            "memory_tokens")`` (a string ``"quality,memory_tokens"`` is parsed).
+            "memory_words")`` (a string ``"quality,memory_words"`` is parsed).
         select: how the pick is chosen on validation: ``"quality"``, ``"knee"`` or a cost limit
-            such as ``"memory_tokens<=5000"`` (a `Selection` once validated).
+            such as ``"memory_words<=5000"`` (a `Selection` once validated).
         space_mode: ``categorical`` (the method's space) or ``full`` (plus each chosen module's
             numeric knobs as conditional parameters).
         pruner: ``none`` or ``median`` / ``sha`` / ``hyperband`` / ``wilcoxon``.

@@ -69,7 +69,7 @@ def join(parts: list[Landscape], *, build: dict[str, Any] | None = None) -> Land
     arrays = {name: arr for name, arr in first.arrays.items() if not _is_row(name)}
     for name in first.arrays:
         if name.startswith("cost_") and any(name not in p.arrays for p in parts):
-            # a part built before this cost was measured (e.g. memory_tokens_max_ns): shown, not joined
+            # a part built before this cost was measured (e.g. memory_words_max_ns): shown, not joined
             logger.warning("join: %s is missing from some parts (built by an older memarch); left out", name)
             continue
         if _is_row(name) and name != "group":

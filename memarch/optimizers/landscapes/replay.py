@@ -236,7 +236,7 @@ class LandscapeTable:
         self.search = landscape.metric_values("search", metric)
         self.validation = landscape.metric_values("validation", metric)
         self.test = landscape.metric_values("test", metric)
-        cost_name = "memory_tokens" if "cost_memory_tokens" in landscape.arrays else "memory_items"
+        cost_name = "memory_words" if "cost_memory_words" in landscape.arrays else "memory_items"
         self.cost = landscape.cost(cost_name) if f"cost_{cost_name}" in landscape.arrays else np.zeros(len(landscape))
         ranked = sorted(self.rows, key=lambda i: (-self.search[i], self.cost[i], landscape.keys[i]))
         n = max(1, math.ceil(top_share * len(self.rows)))

@@ -23,7 +23,9 @@ from memarch.pipeline.trial import MODULES, QueryOutcome, TrialResult
 FORMAT = "memarch.landscape/1"
 NONE = "none"  # the row of the no-memory baseline
 QUERY_ARRAYS = ("query_id", "query_split", "query_category", "question", "gold", "query_evidence")
-COSTS = ("memory_items", "memory_tokens", "memory_tokens_max_ns", "write_s", "read_s", "read_p50_ms",
+# Cost arrays of files built by earlier releases, read by today's names (memory is counted in words).
+OLD_ARRAYS = {"cost_memory_tokens": "cost_memory_words", "cost_memory_tokens_max_ns": "cost_memory_words_max_ns"}
+COSTS = ("memory_items", "memory_words", "memory_words_max_ns", "write_s", "read_s", "read_p50_ms",
          "read_p95_ms", "embeddings_computed")  # a landscape built before one of them lacks its array
 EVIDENCE_SEP = "\x1f"
 
@@ -105,7 +107,7 @@ class Landscape:
             raise DataError(f"{path}: not found (expected a landscape .npz file)")
         try:
             with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
+                arrays = {OLD_ARRAYS.get(name, name): data[name] for name in data.files}
             meta = json.loads(str(arrays.pop("meta")[()]))
         except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
             raise DataError(f"{path}: not a landscape file ({exc.__class__.__name__}: {exc})") from None

@@ -202,7 +202,7 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
     settings = EvaluationSettings(context_budget=context_budget, top_k=top_k, metric=metrics[0])
     if unit.encoders is None:
         result = run_stream(None, bench, settings, attribute_all=True)[0]
-        rows.add("none", result, query_ids, metrics, {"memory_items": 0, "memory_tokens": 0, "memory_tokens_max_ns": 0, "write_s": 0,
+        rows.add("none", result, query_ids, metrics, {"memory_items": 0, "memory_words": 0, "memory_words_max_ns": 0, "write_s": 0,
                                                          **read_costs([]), "embeddings_computed": 0}, 0)
         rows.groups.append({"id": 0, "members": ["none"], "reason": SINGLE})
         rows.stats = {"wall_s": time.perf_counter() - started}

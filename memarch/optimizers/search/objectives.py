@@ -1,5 +1,5 @@
-"""What a study optimises: ``quality`` (the trial's objective score, maximised) alone, or with
-costs that are minimised — ``--objectives quality,memory_tokens,read_p95``. Parsing, Optuna
+"""What a study optimises: ``quality`` (the trial's score, maximised) alone, or with
+costs that are minimised — ``--objectives quality,memory_words,read_p95``. Parsing, Optuna
 directions and a trial's values for the objectives chosen."""
 from __future__ import annotations
 
@@ -9,16 +9,28 @@ from memarch.errors import MemarchError
 
 QUALITY = "quality"
 # objective name -> the TrialResult.cost entry it reads (costs are minimised)
-COSTS = {"memory_tokens": "memory_tokens", "read_p95": "read_p95_ms", "write_s": "write_s", "lm_tokens": "lm_tokens"}
+COSTS = {"memory_words": "memory_words", "read_p95": "read_p95_ms", "write_s": "write_s", "lm_tokens": "lm_tokens"}
 NAMES = (QUALITY, *COSTS)
-UNITS = {QUALITY: "", "memory_tokens": " tok", "read_p95": " ms", "write_s": " s", "lm_tokens": " LM tok"}
+UNITS = {QUALITY: "", "memory_words": " words", "read_p95": " ms", "write_s": " s", "lm_tokens": " LM tok"}
 SINGLE = (QUALITY,)
 # A single-objective study breaks exact quality ties by these costs, in order.
-TIE_BREAK = ("memory_tokens", "read_p95")
+TIE_BREAK = ("memory_words", "read_p95")
+# Costs by the names of earlier releases (memory is counted in words, as the context budget is).
+RENAMED_COSTS = {"memory_tokens": "memory_words"}
+
+
+def cost_name(name: str) -> str:
+    """``name``, or its new name when it is one of an earlier release (with a warning)."""
+    if name in RENAMED_COSTS:
+        from memarch.pipeline.deprecation import warn_renamed
+
+        warn_renamed(name, RENAMED_COSTS[name], "objectives")
+        return RENAMED_COSTS[name]
+    return name
 
 
 def parse_objectives(text: str | Sequence[str] | None) -> tuple[str, ...]:
-    """``"quality,memory_tokens"`` -> ``("quality", "memory_tokens")``; None -> ``("quality",)``.
+    """``"quality,memory_words"`` -> ``("quality", "memory_words")``; None -> ``("quality",)``.
     Quality comes first, each name once; anything else is a MemarchError (one line).
 
     Example::
@@ -27,13 +39,13 @@ def parse_objectives(text: str | Sequence[str] | None) -> tuple[str, ...]:
     """
     if text is None:
         return SINGLE
-    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
+    names = [cost_name(n.strip()) for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
     bad = [n for n in names if n not in NAMES]
     if bad:
         raise MemarchError(f"--objectives: unknown {', '.join(bad)}; expected quality followed by any of "
                            f"{', '.join(COSTS)}")
     if not names or names[0] != QUALITY:
-        raise MemarchError(f"--objectives must start with quality (e.g. quality,memory_tokens), got {text!r}")
+        raise MemarchError(f"--objectives must start with quality (e.g. quality,memory_words), got {text!r}")
     if len(set(names)) != len(names):
         raise MemarchError(f"--objectives names an objective twice: {text!r}")
     return tuple(names)
@@ -56,10 +68,10 @@ def values_of(result: Any, objectives: Sequence[str]) -> tuple[float, ...]:
 
 
 def tie_key(result: Any) -> tuple[float, ...]:
-    """Sort key among results of equal quality: lower memory_tokens, then lower read_p95."""
+    """Sort key among results of equal quality: lower memory_words, then lower read_p95."""
     return tuple(value_of(result, n) for n in TIE_BREAK)
 
 
 def describe(objectives: Sequence[str], values: Sequence[float]) -> str:
-    """"0.8123, 1234 tok" — values with their units."""
+    """"0.8123, 1234 words" — values with their units."""
     return ", ".join(f"{v:.4f}" if n == QUALITY else f"{v:.4g}{UNITS[n]}" for n, v in zip(objectives, values))

@@ -149,7 +149,7 @@ def objective_front(records: list["TrialRecord"], objectives: Sequence[str]) -> 
 
     Example::
 
-        objective_front(history.records, ("quality", "memory_tokens"))
+        objective_front(history.records, ("quality", "memory_words"))
     """
     values = [values_of(r.result, objectives) for r in records]
     front = [(records[i], values[i]) for i in non_dominated(values)]

@@ -1,6 +1,6 @@
 """How compile picks its program from what validation measured: ``--select quality`` (the best
-quality; exact ties to lower memory_tokens, then read_p95), ``knee`` (the knee of the validation
-Pareto front, see `pareto.knee`) or a cost limit such as ``"memory_tokens<=5000"`` (the best
+quality; exact ties to lower memory_words, then read_p95), ``knee`` (the knee of the validation
+Pareto front, see `pareto.knee`) or a cost limit such as ``"memory_words<=5000"`` (the best
 quality among the architectures within it)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Sequence
 
 from memarch.errors import MemarchError
 from memarch.optimizers.search.pareto import knee, non_dominated
-from memarch.optimizers.search.objectives import COSTS, QUALITY, TIE_BREAK, UNITS
+from memarch.optimizers.search.objectives import COSTS, QUALITY, TIE_BREAK, UNITS, cost_name
 
 _LIMIT = re.compile(r"^\s*([a-z_0-9]+)\s*<=\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*$")
 
@@ -21,12 +21,12 @@ class Selection:
 
     Example::
 
-        sel = parse_selection("memory_tokens<=5000", ("quality", "memory_tokens"))
-        sel.kind, sel.cost, sel.limit      # ("limit", "memory_tokens", 5000.0)
+        sel = parse_selection("memory_words<=5000", ("quality", "memory_words"))
+        sel.kind, sel.cost, sel.limit      # ("limit", "memory_words", 5000.0)
 
     Args:
         kind: ``quality``, ``knee`` or ``limit``.
-        cost: the limited cost (``limit`` only): memory_tokens, read_p95, write_s or lm_tokens.
+        cost: the limited cost (``limit`` only): memory_words, read_p95, write_s or lm_tokens.
         limit: its largest allowed value on validation.
     """
 
@@ -53,13 +53,14 @@ def parse_selection(text: str | None, objectives: Sequence[str]) -> Selection:
     if text.strip() == "knee":
         if len(objectives) < 2:
             raise MemarchError("--select knee needs a front: give at least two --objectives "
-                               "(e.g. --objectives quality,memory_tokens)")
+                               "(e.g. --objectives quality,memory_words)")
         return Selection("knee")
     m = _LIMIT.match(text)
-    if m is None or m.group(1) not in COSTS:
+    cost = cost_name(m.group(1)) if m is not None else None
+    if cost not in COSTS:
         raise MemarchError(f"--select {text!r}: expected quality, knee or COST<=N with COST one of "
-                           f"{', '.join(COSTS)} (e.g. memory_tokens<=5000)")
-    return Selection("limit", m.group(1), float(m.group(2)))
+                           f"{', '.join(COSTS)} (e.g. memory_words<=5000)")
+    return Selection("limit", cost, float(m.group(2)))
 
 
 def select(candidates: dict[str, dict[str, float]], objectives: Sequence[str], selection: Selection,
@@ -68,7 +69,7 @@ def select(candidates: dict[str, dict[str, float]], objectives: Sequence[str], s
     value on validation: quality and each cost of `COSTS`).
 
     With one objective the front is the candidates themselves. Ties of quality go to lower
-    memory_tokens, then read_p95, then the better search quality, then the key. A limit no
+    memory_words, then read_p95, then the better search quality, then the key. A limit no
     candidate satisfies is a MemarchError naming the cheapest.
     """
     if not candidates:

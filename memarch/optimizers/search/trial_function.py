@@ -49,7 +49,7 @@ def record_result(trial: optuna.Trial, arch: Architecture, result: TrialResult,
                   objectives: tuple[str, ...] = SINGLE) -> float | tuple[float, ...]:
     """Store ``result`` on ``trial`` (compact per-query outcomes and attribution, the contract the
     guided sampler reads) and return what to hand back to Optuna: the objective value, or with
-    several ``objectives`` (e.g. ``("quality", "memory_tokens")``) a tuple of their values."""
+    several ``objectives`` (e.g. ``("quality", "memory_words")``) a tuple of their values."""
     trial.set_user_attr(ARCH_ATTR, arch.canonical().to_dict())
     # One JSON string, not a nested structure: Optuna deep-copies user attrs on every trial read,
     # and a string (immutable) costs nothing to copy however many outcomes it holds.

@@ -179,7 +179,7 @@ class Tracker:
         metrics = {"objective": result.score, "latency_s": result.cost.get("latency_s", result.cost.get("wall_s", 0.0))}
         from memarch.optimizers.search.objectives import value_of
 
-        # one metric per objective of the study (quality, memory_tokens, read_p95, ...)
+        # one metric per objective of the study (quality, memory_words, read_p95, ...)
         metrics.update({f"objective_{n}": value_of(result, n) for n in self.objectives})
         metrics.update({f"score_{k}": v for k, v in result.scores.items()})
         metrics.update({f"category_{k}": v for k, v in result.per_category.items()})

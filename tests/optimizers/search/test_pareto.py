@@ -51,32 +51,32 @@ def test_knee():
 
 
 def _cands():
-    return {"a": {"quality": 0.9, "memory_tokens": 900, "read_p95": 5},
-            "b": {"quality": 0.85, "memory_tokens": 200, "read_p95": 4},
-            "c": {"quality": 0.5, "memory_tokens": 100, "read_p95": 1},
-            "d": {"quality": 0.4, "memory_tokens": 300, "read_p95": 9}}  # dominated by b
+    return {"a": {"quality": 0.9, "memory_words": 900, "read_p95": 5},
+            "b": {"quality": 0.85, "memory_words": 200, "read_p95": 4},
+            "c": {"quality": 0.5, "memory_words": 100, "read_p95": 1},
+            "d": {"quality": 0.4, "memory_words": 300, "read_p95": 9}}  # dominated by b
 
 
 def test_selection_rules_on_the_validation_front():
-    two = ("quality", "memory_tokens")
+    two = ("quality", "memory_words")
     assert select(_cands(), two, parse_selection("quality", two)) == ("a", ["a", "b", "c"])
     assert select(_cands(), two, parse_selection("knee", two))[0] == "b"
-    assert select(_cands(), two, parse_selection("memory_tokens<=250", two))[0] == "b"
+    assert select(_cands(), two, parse_selection("memory_words<=250", two))[0] == "b"
     assert select(_cands(), two, parse_selection("read_p95 <= 1.5", two))[0] == "c"
-    with pytest.raises(MemarchError, match=r"memory_tokens<=50: no candidate .* cheapest, c, has 100 tok"):
-        select(_cands(), two, parse_selection("memory_tokens<=50", two))
+    with pytest.raises(MemarchError, match=r"memory_words<=50: no candidate .* cheapest, c, has 100 tok"):
+        select(_cands(), two, parse_selection("memory_words<=50", two))
 
 
 def test_single_objective_ties_go_to_lower_memory_then_read_latency():
-    cands = {"a": {"quality": 0.8, "memory_tokens": 500, "read_p95": 1},
-             "b": {"quality": 0.8, "memory_tokens": 300, "read_p95": 9},
-             "c": {"quality": 0.8, "memory_tokens": 300, "read_p95": 2},
-             "d": {"quality": 0.7, "memory_tokens": 10, "read_p95": 1}}
+    cands = {"a": {"quality": 0.8, "memory_words": 500, "read_p95": 1},
+             "b": {"quality": 0.8, "memory_words": 300, "read_p95": 9},
+             "c": {"quality": 0.8, "memory_words": 300, "read_p95": 2},
+             "d": {"quality": 0.7, "memory_words": 10, "read_p95": 1}}
     assert select(cands, ("quality",), Selection())[0] == "c"
-    assert "ties broken by lower memory_tokens, then read_p95" in Selection().describe()
+    assert "ties broken by lower memory_words, then read_p95" in Selection().describe()
 
 
-@pytest.mark.parametrize("text,needle", [("memory_tokens", "must start with quality"),
+@pytest.mark.parametrize("text,needle", [("memory_words", "must start with quality"),
                                          ("quality,memory", "unknown memory"),
                                          ("quality,read_p95,read_p95", "twice"), ("", "must start with quality")])
 def test_bad_objectives(text, needle):
@@ -85,7 +85,7 @@ def test_bad_objectives(text, needle):
 
 
 @pytest.mark.parametrize("text,objectives,needle", [("knee", ("quality",), "at least two"),
-                                                    ("memory_tokens<5000", ("quality",), "expected quality, knee"),
+                                                    ("memory_words<5000", ("quality",), "expected quality, knee"),
                                                     ("quality_tokens<=3", ("quality",), "COST one of"),
                                                     ("best", ("quality", "read_p95"), "expected quality")])
 def test_bad_selection(text, objectives, needle):
@@ -95,6 +95,6 @@ def test_bad_selection(text, objectives, needle):
 
 def test_objectives_and_directions():
     assert parse_objectives(None) == ("quality",)
-    objs = parse_objectives(" quality, memory_tokens ,read_p95")
-    assert objs == ("quality", "memory_tokens", "read_p95")
+    objs = parse_objectives(" quality, memory_words ,read_p95")
+    assert objs == ("quality", "memory_words", "read_p95")
     assert directions(objs) == ["maximize", "minimize", "minimize"]

@@ -25,7 +25,7 @@ from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 BASELINES = ["tpe-multivariate", "nsga2", "nsga3", "gp", "qmc"]
-TWO = ("quality", "memory_tokens")
+TWO = ("quality", "memory_words")
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from memarch.optimizers.search.study import make_storage, open_study  # noqa: E4
 from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-TWO = ("quality", "memory_tokens")
+TWO = ("quality", "memory_words")
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_each_strategy_runs_a_multi_objective_study_to_its_budget(space, strateg
             assert t.values == study.trials[t.user_attrs["repeat_of"]].values
         else:
             rec = records[t.number]
-            assert t.values == [rec.score, synthetic_costs(rec.architecture)["memory_tokens"]]
+            assert t.values == [rec.score, synthetic_costs(rec.architecture)["memory_words"]]
     if strategy == "guided":
         rounds = study.sampler.rounds
         assert rounds and all(r["objectives"] == list(TWO) for r in rounds)
@@ -66,12 +66,12 @@ def test_resume_checks_the_objectives(space, tmp_path):
     ss = ParamSpace(space)
     storage = make_storage(f"sqlite:///{tmp_path}/o.db")
     open_study("x", storage, make_sampler("random", ss), space=ss.describe(), objectives=TWO)
-    with pytest.raises(MemarchError, match="created for --objectives quality,memory_tokens"):
+    with pytest.raises(MemarchError, match="created for --objectives quality,memory_words"):
         open_study("x", storage, make_sampler("random", ss), space=ss.describe(), resume=True)
     assert open_study("x", storage, make_sampler("random", ss), space=ss.describe(), resume=True, objectives=TWO)
 
 
-@pytest.mark.parametrize("select", ["quality", "knee", "memory_tokens<=600"])
+@pytest.mark.parametrize("select", ["quality", "knee", "memory_words<=600"])
 def test_compile_selects_on_the_validation_front(space, select):
     opt = MemarchOptimizer(SyntheticMetric(n_queries=40), strategy="guided", budget=10, seed=0,
                            objectives=TWO, select=select)
@@ -83,15 +83,15 @@ def test_compile_selects_on_the_validation_front(space, select):
     assert pick in front and set(front) <= set(val) and len(rep.front) >= 1
     if select == "quality":
         assert val[pick]["quality"] == max(val[k]["quality"] for k in front)
-    elif select == "memory_tokens<=600":
-        assert val[pick]["memory_tokens"] <= 600
-        assert val[pick]["quality"] == max(v["quality"] for v in val.values() if v["memory_tokens"] <= 600)
+    elif select == "memory_words<=600":
+        assert val[pick]["memory_words"] <= 600
+        assert val[pick]["quality"] == max(v["quality"] for v in val.values() if v["memory_words"] <= 600)
     assert rep.points and all(len(p) == 2 for p in rep.points)
 
 
 def test_compile_limit_nobody_meets_is_one_clear_error(space):
     opt = MemarchOptimizer(SyntheticMetric(n_queries=20), strategy="random", budget=4, seed=0,
-                           objectives=TWO, select="memory_tokens<=1")
+                           objectives=TWO, select="memory_words<=1")
     with pytest.raises(MemarchError, match="no candidate on validation is within it"):
         opt.compile(space)
 
@@ -114,18 +114,18 @@ TINY = ["--benchmark", "generated", "--knob", "conversations=1", "--knob", "sess
 def test_cli_single_objective_states_the_tie_break(tmp_path, capsys):
     assert main(["compile", *TINY, "--budget", "2", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "ties broken by lower memory_tokens, then read_p95" in out
+    assert "ties broken by lower memory_words, then read_p95" in out
 
 
 def test_cli_two_objectives_prints_the_front(tmp_path, capsys):
-    assert main(["compile", *TINY, "--budget", "3", "--out", str(tmp_path), "--objectives", "quality,memory_tokens",
+    assert main(["compile", *TINY, "--budget", "3", "--out", str(tmp_path), "--objectives", "quality,memory_words",
                  "--select", "knee"]) == 0
     out = capsys.readouterr().out
     assert "search Pareto front" in out and "pick on validation (knee of the validation Pareto front)" in out
 
 
-@pytest.mark.parametrize("bad", [["--objectives", "memory_tokens,quality"], ["--objectives", "quality,speed"],
-                                 ["--select", "knee"], ["--select", "memory_tokens<"],
+@pytest.mark.parametrize("bad", [["--objectives", "memory_words,quality"], ["--objectives", "quality,speed"],
+                                 ["--select", "knee"], ["--select", "memory_words<"],
                                  ["--objectives", "quality,read_p95", "--select", "tokens<=3"]])
 @pytest.mark.parametrize("command", ["compile", "compare"])
 def test_cli_bad_objectives_or_select_is_one_line_exit_2(command, bad, capsys):

@@ -39,7 +39,7 @@ def test_sigkill_mid_study_then_resume_loses_and_duplicates_nothing(tmp_path):
 
 
 def test_multi_objective_study_resumes_after_sigkill(tmp_path):
-    study = _kill_then_resume(tmp_path, "quality,memory_tokens", budget=8, kill_after=3)
+    study = _kill_then_resume(tmp_path, "quality,memory_words", budget=8, kill_after=3)
     assert len(study.directions) == 2
     assert all(len(t.values) == 2 for t in study.trials if t.state == TrialState.COMPLETE)
 

@@ -52,7 +52,7 @@ class RoundPlanner:
         meta_lm: the LM for the proposer and diagnoser (None: the LM-free rules).
         alpha: significance of the paired sign test guarding champion changes.
 
-    In a multi-objective study (``plan(..., objectives=("quality", "memory_tokens"))``) the front
+    In a multi-objective study (``plan(..., objectives=("quality", "memory_words"))``) the front
     is the non-dominated set over the study's objectives and the round edits its members in turn,
     best quality first: the cheaper members are improved too, not only the best-quality one.
     """
