@@ -94,3 +94,29 @@ def test_every_ordering_of_the_layers_is_used_by_a_real_import():
     # the check bites: app imports nothing from lm directly, so "app > lm" is an unused order
     made_up = {"type": "layers", "containers": ["memarch"], "layers": ["app", "lm"]}
     assert unused_orderings([made_up], graph) == ["memarch.app > memarch.lm"]
+
+
+def test_no_package_imports_another_packages_private_modules_or_names():
+    """A private module (``_name.py``) or name is its package's own: another package imports what the
+    owner exports (its ``__init__.py``), never ``owner._helper`` or ``owner.module._function``."""
+    import re
+
+    found = []
+    for path in (ROOT / "memarch").rglob("*.py"):
+        rel = path.relative_to(ROOT).with_suffix("")
+        here = ".".join(rel.parts[:-1]) if rel.name != "__init__" else ".".join(rel.parts[:-1])
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            m = re.match(r"\s*from (memarch[\w.]*) import (.+)", line.split("#")[0])
+            if not m:
+                continue
+            module, names = m.group(1), [x.strip().split(" as ")[0] for x in m.group(2).strip("()").split(",")]
+            parts = module.split(".")
+            private = next((i for i, p in enumerate(parts) if p.startswith("_") and p not in ("__init__",)), None)
+            if private is not None and parts[private] != "_version":
+                owner = ".".join(parts[:private])
+                if not (here + ".").startswith(owner + "."):
+                    found.append(f"{rel}.py:{n}: {module}")
+            for name in names:
+                if name.startswith("_") and not name.startswith("__") and not (here + ".").startswith(module + "."):
+                    found.append(f"{rel}.py:{n}: {module}.{name}")
+    assert not found, found

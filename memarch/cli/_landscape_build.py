@@ -8,6 +8,7 @@ from pathlib import Path
 
 from memarch.cli._knobs import add_knob_argument, parse_knobs
 from memarch.errors import MemarchError
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 HELP = "build a landscape file (resumable; --shard i/n builds a part for `landscape merge`)"
 
@@ -23,7 +24,8 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="split seed (and generation seed for generated), and the sample's seed")
     p.add_argument("--split-by", choices=("question", "dialogue"), default=None,
                    help="question, or dialogue (default when the benchmark has >= 6 dialogues)")
-    p.add_argument("--context-budget", type=int, default=200, help="context budget B in words (default 200; top_k = B/10)")
+    p.add_argument("--context-budget", type=int, default=DEFAULT_CONTEXT_BUDGET,
+                   help=f"context budget B in words (default {DEFAULT_CONTEXT_BUDGET}; top_k = B/10)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (quick builds)")
     p.add_argument("--levers", default=None, metavar="KNOB=V,V;...",
                    help="also read every architecture at each combination of these retriever knob levels, "

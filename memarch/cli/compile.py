@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from memarch.errors import MemarchError
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 HELP = "search the best memory architecture for a benchmark and save it as a program (JSON)"
 
@@ -43,7 +44,8 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
                         "and stop the ones the pruner drops; --budget then counts full evaluations")
     p.add_argument("--max-failures", type=int, default=5,
                    help="consecutive failed trials that stop a study (default 5; 0: never)")
-    p.add_argument("--context-budget", type=int, default=200, help="context budget in words (default 200)")
+    p.add_argument("--context-budget", type=int, default=DEFAULT_CONTEXT_BUDGET,
+                   help=f"context budget in words (default {DEFAULT_CONTEXT_BUDGET})")
     p.add_argument("--embedder", default=None,
                    help="all-MiniLM-L6-v2 (default), all-MiniLM-L6-v2-onnx / all-MiniLM-L6-v2-onnx-int8 (the same "
                         "model on ONNX Runtime, fp32 / int8 weights), all-MiniLM-L6-v2-static (a static table distilled "

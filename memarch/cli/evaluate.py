@@ -8,6 +8,7 @@ import sys
 from memarch.cli._memory_budget import add_memory_budget_argument, resolve_memory_budget
 from memarch.cli._metric import add_metric_argument, check_metric
 from memarch.errors import MemarchError
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 HELP = "evaluate a memory architecture on a benchmark (generated, locomo, babi, longmemeval, textworld, jsonl)"
 
@@ -31,7 +32,7 @@ def add_arguments(p) -> None:
                    help="split seed (and generation seed for generated; default 0)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions or tasks of the split")
     p.add_argument("--context-budget", type=int, default=None, metavar="WORDS",
-                   help="context budget in words (default 200)")
+                   help=f"context budget in words (default {DEFAULT_CONTEXT_BUDGET})")
     p.add_argument("--top-k", type=int, default=None, help="items per read (default: context budget / 10)")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
     p.add_argument("--judge", action="store_true", help="with an LM: also score answers with the LM judge")
@@ -52,7 +53,7 @@ def _saved(args):
 
     if args.program is None:
         args.benchmark = args.benchmark or DEFAULT
-        args.context_budget = 200 if args.context_budget is None else args.context_budget
+        args.context_budget = DEFAULT_CONTEXT_BUDGET if args.context_budget is None else args.context_budget
         args.seed = 0 if args.seed is None else args.seed
         return None
     if args.architecture is not None:

@@ -53,7 +53,7 @@ def moved_names(module: str, renames: dict[str, str], namespace: dict[str, Any])
         if name not in renames:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         new = renames[name]
-        warn_renamed(name, new, module)
+        warn_renamed(name, new.replace(":", "."), module)
         if ":" in new:
             import importlib
 

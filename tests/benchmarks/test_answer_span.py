@@ -196,7 +196,7 @@ def test_an_lm_objective_without_a_reader_is_refused_up_front(hash_resources):
 
     with pytest.raises(ValueError, match="needs an LM reader"):
         evaluate(None, "generated", resources=hash_resources, metric="qa_f1")
-    with pytest.raises(ValueError, match="objective must be one of"):
+    with pytest.raises(ValueError, match="metric must be one of"):
         evaluate(None, "generated", resources=hash_resources, metric="bag")
 
 
@@ -248,7 +248,7 @@ def test_cli_evaluate_uses_and_names_the_objective_asked_for(tmp_path, capsys, m
     argv = ["evaluate", "--architecture", str(arch), "--embedder", "hash", "--split", "search", "--limit", "10"]
     assert main([*argv, "--metric", "answer_recall"]) == 0
     out = capsys.readouterr().out
-    assert "score (answer_recall)" in out and "share of gold answer tokens anywhere" in out
+    assert "score (answer_recall)" in out and "share of gold answer words anywhere" in out
 
 
 @pytest.mark.parametrize("argv, needle", [

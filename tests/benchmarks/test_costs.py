@@ -1,4 +1,4 @@
-"""Costs on every TrialResult: memory kept (items, tokens, per namespace), write time, per-query
+"""Costs on every TrialResult: memory kept (items, words, per namespace), write time, per-query
 read latency and LM tokens, from a real evaluation on a tiny generated benchmark."""
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ def test_trial_result_carries_memory_latency_and_lm_costs(hash_resources):
     active = {ns: program.store.list(ns) for ns in program.store.namespaces()}
     assert set(per_ns) == set(active) and len(per_ns) == 2
     for ns, items in active.items():
-        assert per_ns[ns] == {"items": len(items), "tokens": sum(count_words(it.text) for it in items)}
+        assert per_ns[ns] == {"items": len(items), "words": sum(count_words(it.text) for it in items)}
     assert c["memory_items"] == sum(v["items"] for v in per_ns.values()) > 0
-    assert c["memory_words"] == sum(v["tokens"] for v in per_ns.values()) > c["memory_items"]
-    assert c["memory_words_max_ns"] == max(v["tokens"] for v in per_ns.values()) < c["memory_words"]
+    assert c["memory_words"] == sum(v["words"] for v in per_ns.values()) > c["memory_items"]
+    assert c["memory_words_max_ns"] == max(v["words"] for v in per_ns.values()) < c["memory_words"]
     assert c["write_s"] > 0 and c["read_p95_ms"] >= c["read_p50_ms"] > 0
     assert c["lm_tokens"] == 0.0  # no LM ran
 
@@ -47,7 +47,7 @@ def test_memory_costs_skip_deleted_items(hash_resources):
                MemoryItem("six", "turn", id="c", namespace="u2")])
     store.delete("b", "u1")
     cost, per_ns = memory_costs(store)
-    assert per_ns == {"u1": {"items": 1, "tokens": 3}, "u2": {"items": 1, "tokens": 1}}
+    assert per_ns == {"u1": {"items": 1, "words": 3}, "u2": {"items": 1, "words": 1}}
     assert cost == {"memory_items": 2.0, "memory_words": 4.0, "memory_words_max_ns": 3.0}
 
 

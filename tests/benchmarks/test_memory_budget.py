@@ -8,10 +8,10 @@ import random
 import pytest
 from manager_helpers import MANAGERS, fact, with_lm
 
-from memarch.benchmarks.evaluation.memory_budget import MemoryBudget, raw_turn_tokens
+from memarch.benchmarks.evaluation.memory_budget import MemoryBudget, raw_turn_words
 from memarch.cli import main
 from memarch.errors import MemarchError
-from memarch.modules.managers._budget import active_tokens, extractive_summary, parse_budget
+from memarch.modules.managers._budget import active_words, extractive_summary, parse_budget
 from memarch.modules.stores.graph import GraphStore
 from memarch.modules.stores.json_store import JsonStore
 from memarch.pipeline.architecture import Architecture
@@ -93,7 +93,7 @@ def test_budget_never_exceeded_and_every_item_accounted_for(name, family, hash_r
                 else _experience(rng, e, ns)
             admitted |= {it.id for it in program.write(episode)}
             for ns_written in program.store.namespaces():
-                assert active_tokens(program.store, ns_written) <= budget, (name, seed, e)
+                assert active_words(program.store, ns_written) <= budget, (name, seed, e)
             admitted |= {it.id for ns_ in program.store.namespaces() for it in program.store.list(ns_)}
         _check_accounting(program, admitted)
         rewrites += program.manager.budget_stats[done]
@@ -117,7 +117,7 @@ def test_an_item_longer_than_the_budget_is_refused_not_truncated(hash_res):
     manager.enforce_budget(store, "default")
     kept = store.get(long.id, include_deleted=True)
     assert not kept.active and kept.text == long.text and "more than the whole budget of 5" in kept.lineage[-1].reason
-    assert manager.budget_stats["refused"] == 1 and active_tokens(store, "default") == 3
+    assert manager.budget_stats["refused"] == 1 and active_words(store, "default") == 3
 
 
 def test_lightweight_prunes_the_lowest_utility_first_ties_oldest(hash_res):
@@ -126,7 +126,7 @@ def test_lightweight_prunes_the_lowest_utility_first_ties_oldest(hash_res):
         fact("cats chase small mice", when="2023-01-03")
     store = _loaded(manager, [a, b, c])
     b.usage.strength = 2.0
-    manager.enforce_budget(store, "default")  # 12 tokens -> 8: one goes, the oldest of the weakest
+    manager.enforce_budget(store, "default")  # 12 words -> 8: one goes, the oldest of the weakest
     assert [it.id for it in store.list()] == [b.id, c.id]
     assert store.get(a.id, include_deleted=True).lineage[-1].reason.startswith("budget: pruned lowest utility")
 
@@ -174,7 +174,7 @@ def test_tool_manager_compresses_a_session_into_a_summary_with_lineage(hash_res)
     assert set(summary.fields["merged_from"]) <= {t.id for t in turns} and len(summary.fields["merged_from"]) >= 2
     assert "piano" in summary.text and "Okay thanks." not in summary.text  # content words kept
     assert set(summary.source_ids) == {s for t in turns if t.id in summary.fields["merged_from"] for s in t.source_ids}
-    assert manager.budget_stats["compressed"] >= 2 and active_tokens(store, "default") <= 40
+    assert manager.budget_stats["compressed"] >= 2 and active_words(store, "default") <= 40
 
 
 def test_tool_manager_compresses_a_trajectory_to_its_actions(hash_res):
@@ -219,7 +219,7 @@ def test_lm_rewrites_the_summary_and_a_bad_answer_is_a_counted_fallback(hash_res
     store = _loaded(manager, [it.copy() for it in turns])
     manager.enforce_budget(store, "default")
     assert manager._compressor.fallbacks == 1 and manager.budget_stats["lm_texts"] == 0
-    assert active_tokens(store, "default") <= 20
+    assert active_words(store, "default") <= 20
 
 
 @pytest.mark.parametrize("index", [1, 3])
@@ -255,7 +255,7 @@ def test_budget_spec_parsing(spec, expect):
     assert MemoryBudget.parse(spec) == expect
 
 
-@pytest.mark.parametrize("spec", ["0", "-5", "abc", "150%", "0%", "1.5", "10 tokens"])
+@pytest.mark.parametrize("spec", ["0", "-5", "abc", "150%", "0%", "1.5", "10 words"])
 def test_bad_budget_specs(spec):
     with pytest.raises(MemarchError):
         MemoryBudget.parse(spec)
@@ -265,9 +265,9 @@ def test_percentage_is_of_the_search_split_mean(capsys):
     from memarch.benchmarks import get_benchmark
 
     bench = get_benchmark("generated", None, conversations=3, sessions=3)
-    raw = raw_turn_tokens(bench.split("search"))
+    raw = raw_turn_words(bench.split("search"))
     budget = MemoryBudget.resolve("10%", bench)
-    assert budget.tokens == round(0.1 * sum(raw.values()) / len(raw)) and f"{budget.tokens} tokens" in budget.describe()
+    assert budget.words == round(0.1 * sum(raw.values()) / len(raw)) and f"{budget.words} words" in budget.describe()
 
 
 TINY = ["--benchmark", "generated", "--knob", "conversations=1", "--knob", "sessions=3", "--limit", "8",
@@ -280,10 +280,10 @@ def test_cli_evaluate_and_compile_name_the_budget(tmp_path, capsys):
     assert main(["evaluate", "--benchmark", "generated", "--architecture", str(arch), "--embedder", "hash",
                  "--limit", "10", "--memory-budget", "10%"]) == 0
     out = capsys.readouterr().out
-    assert "= 10% of the mean raw turn tokens" in out and "memory budget" in out and "pruned" in out
+    assert "= 10% of the mean raw turn words" in out and "memory budget" in out and "pruned" in out
     assert main(["compile", *TINY, "--budget", "2", "--storage", "memory", "--memory-budget", "40",
                  "--out", str(tmp_path), "--output", str(tmp_path / "p.json")]) == 0
-    assert "memory budget: 40 tokens per namespace" in capsys.readouterr().out
+    assert "memory budget: 40 words per namespace" in capsys.readouterr().out
     assert MemoryProgram.load(tmp_path / "p.json").module_config["manager"]["memory_budget"] == 40
 
 

@@ -22,7 +22,7 @@ def test_compile_saves_a_program_and_resumes_its_study(tmp_path, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "compiled:" in out
-    assert "objective: answer_span (LM-free: gold answer contiguous in the context cut at 200 words)" in out
+    assert "metric: answer_span (LM-free: gold answer contiguous in the context cut at 200 words)" in out
     assert MemoryProgram.load(tmp_path / "p.json").architecture.family == "conversation"
     assert main(args) == 2  # the study exists: --resume is required
     assert "--resume" in capsys.readouterr().err
@@ -47,7 +47,7 @@ def test_compare_prints_table_and_writes_png(tmp_path, capsys):
     assert "trials to target" in out and "best preset" in out and "no memory" in out and "curves:" in out
     assert (tmp_path / "compare-generated.png").stat().st_size > 1000
     table = (tmp_path / "compare-generated.txt").read_text()
-    assert table.startswith("objective: answer_span (LM-free: gold answer contiguous")
+    assert table.startswith("metric: answer_span (LM-free: gold answer contiguous")
     data = json.loads((tmp_path / "compare-generated.json").read_text())
     assert {r["strategy"] for r in data["rows"]} == {"guided", "random"}
 

@@ -90,7 +90,7 @@ def test_fallbacks_survive_the_study_history_and_reach_mlflow(tmp_path):
     from memarch.optimizers.tracking.tracker import Tracker
 
     result = TrialResult(TURNS, "chat", "search", 0.5, fallbacks={"encoder:turn": 3, "reader": 0},
-                         lm_requests={"encoder:turn": 4, "reader": 10}, metadata={"objective": "qa_f1"})
+                         lm_requests={"encoder:turn": 4, "reader": 10}, metadata={"metric": "qa_f1"})
     again = expand(TURNS, compact(result))
     assert again.fallbacks == result.fallbacks and again.lm_requests == result.lm_requests
     assert again.metadata["metric"] == "qa_f1"

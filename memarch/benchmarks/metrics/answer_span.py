@@ -15,6 +15,7 @@ import string
 from functools import lru_cache
 
 from memarch.pipeline.retrieval import truncate_words
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 # -- dates ---------------------------------------------------------------------------------------
 # Canonical form: the parts present, most significant first, month by name: "19 May 2023",
@@ -158,7 +159,7 @@ def gold_parts(answer: str) -> tuple[str, ...]:
     return tuple(f" {p} " for p in parts if p)
 
 
-def answer_span(answer: object, context: str, context_budget: int | None = 200) -> float:
+def answer_span(answer: object, context: str, context_budget: int | None = DEFAULT_CONTEXT_BUDGET) -> float:
     """Share of the gold answer's parts whose normalised token sequence occurs contiguously in
     ``context`` cut at ``context_budget`` words (cut first, exactly as `answer_recall` cuts).
 

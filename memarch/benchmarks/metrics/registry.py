@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable
 
 from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
 from memarch.benchmarks.metrics.scores import answer_recall, answer_span, evidence_recall
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 ContextMetric = Callable[[Any, Iterable[str], str, list[str], "int | None"], "float | None"]
 # The LM-free metrics of a read, in scoring order: name -> score(gold answer, gold evidence ids,
@@ -27,39 +28,39 @@ def default_metric(reader: Any = None) -> str:
     return "qa_f1" if reader is not None else "answer_span"
 
 
-def check_metric(objective: str | None, reader: Any = None, judge: Any = None) -> str:
-    """The objective to use (the default for None); ValueError for an unknown name or an LM
-    objective without its reader or judge."""
-    objective = objective or default_metric(reader)
-    if objective not in METRICS:
-        raise ValueError(f"objective must be one of {', '.join(METRICS)}, not {objective!r}")
-    if objective in LM_METRICS and reader is None:
-        raise ValueError(f"objective {objective} needs an LM reader (without one: answer_span, answer_recall "
+def check_metric(metric: str | None, reader: Any = None, judge: Any = None) -> str:
+    """The metric to use (the default for None); ValueError for an unknown name or an LM
+    metric without its reader or judge."""
+    metric = metric or default_metric(reader)
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}, not {metric!r}")
+    if metric in LM_METRICS and reader is None:
+        raise ValueError(f"metric {metric} needs an LM reader (without one: answer_span, answer_recall "
                          "or evidence_recall)")
-    if objective == "judge" and judge is None:
-        raise ValueError("objective judge needs an answer judge")
-    return objective
+    if metric == "judge" and judge is None:
+        raise ValueError("metric judge needs an answer judge")
+    return metric
 
 
-def explain_metric(objective: str, context_budget: int | None = 200) -> str:
-    """What an objective measures, in a few words ("" for an unknown name)."""
+def explain_metric(metric: str, context_budget: int | None = DEFAULT_CONTEXT_BUDGET) -> str:
+    """What a metric measures, in a few words ("" for an unknown name)."""
     cut = f"the context cut at {context_budget} words" if context_budget else "the whole context"
-    if objective in RETRIEVAL_METRICS:
-        name, _, k = objective.partition("@")
+    if metric in RETRIEVAL_METRICS:
+        name, _, k = metric.partition("@")
         what = {"hit": f"1 iff a gold evidence turn is among the first {k} covered turns",
                 "recall": f"share of gold evidence turns among the first {k} covered turns",
                 "ndcg": f"NDCG of the first {k} covered turns against the gold evidence",
                 "mrr": "1 / rank of the first covered gold evidence turn"}[name]
         return f"LM-free, turn level (ranx): {what}"
     return {"answer_span": f"LM-free: gold answer contiguous in {cut}",
-            "answer_recall": f"LM-free: share of gold answer tokens anywhere in {cut}",
+            "answer_recall": f"LM-free: share of gold answer words anywhere in {cut}",
             "evidence_recall": "LM-free: share of gold evidence turns among the retrieved items' sources",
             "qa_f1": "LM reader's answer, LoCoMo token F1", "judge": "LM judge's verdict on the reader's answer",
-            "task_score": "the agent benchmark's task score"}.get(objective, "")
+            "task_score": "the agent benchmark's task score"}.get(metric, "")
 
 
-def describe_metric(objective: str, context_budget: int | None = 200) -> str:
-    """An objective named for printed output: "answer_span (LM-free: gold answer contiguous in the
+def describe_metric(metric: str, context_budget: int | None = DEFAULT_CONTEXT_BUDGET) -> str:
+    """A metric named for printed output: "answer_span (LM-free: gold answer contiguous in the
     context cut at 200 words)"."""
-    what = explain_metric(objective, context_budget)
-    return f"{objective} ({what})" if what else objective
+    what = explain_metric(metric, context_budget)
+    return f"{metric} ({what})" if what else metric

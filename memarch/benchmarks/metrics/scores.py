@@ -19,6 +19,7 @@ from typing import Iterable
 from memarch.benchmarks.metrics.answer_span import answer_span  # noqa: F401  (re-exported beside answer_recall)
 from memarch.benchmarks.metrics.porter import stem
 from memarch.pipeline.retrieval import truncate_words
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -73,7 +74,7 @@ def qa_f1(prediction: object, gold: object, category: str) -> float:
     return token_f1(prediction, gold)
 
 
-def answer_recall(answer: object, context: str, context_budget: int | None = 200) -> float:
+def answer_recall(answer: object, context: str, context_budget: int | None = DEFAULT_CONTEXT_BUDGET) -> float:
     """Share of the gold answer's distinct normalised tokens present in ``context`` cut at the budget.
 
     The lenient LM-free objective (ANCHORS 6; the default is the stricter `answer_span`): no reader, so it measures whether memory *delivered* the

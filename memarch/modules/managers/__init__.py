@@ -2,8 +2,9 @@
 import importlib
 import pkgutil
 
+from memarch.modules.managers._conflicts import describe  # a conflict in words (the fine-tuning export's)
 from memarch.modules.managers.base import Manager
-__all__ = ["Manager"]
+__all__ = ["Manager", "describe"]
 
 # Every module file in this package registers itself on import: adding a module is adding a file.
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from memarch.modules.managers._budget import active_tokens, prune_lowest, replace_with
+from memarch.modules.managers._budget import active_words, prune_lowest, replace_with
 from memarch.modules.managers._content import may_absorb, same_content
 from memarch.modules.managers._signatures import signature_index
 from memarch.modules.managers._conflicts import (
@@ -335,7 +335,7 @@ class FloorManager(Manager):
         """The preset's rewrites (`budget_steps`: merge, compress, generalise) while the namespace is
         over budget, then the floor's rule: prune the lowest utility first, ties oldest first."""
         for step in self.budget_steps():
-            if active_tokens(store, namespace) <= budget:
+            if active_words(store, namespace) <= budget:
                 return
             step(store, namespace, budget)
         now = self.tick(store, namespace)

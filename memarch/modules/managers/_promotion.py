@@ -8,7 +8,7 @@ import hashlib
 import re
 from typing import Any
 
-from memarch.modules.encoders._experience_actions import abstract_actions, instantiate, parse_action
+from memarch.modules.encoders import abstract_actions, instantiate, parse_action
 from memarch.pipeline.items import MemoryItem
 
 _PLACEHOLDER = re.compile(r"<([A-Za-z][A-Za-z0-9_]*)>|\{([A-Za-z_][A-Za-z0-9_]*)\}")

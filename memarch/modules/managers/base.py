@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import dspy
 
-from memarch.modules.managers._budget import active_tokens, new_stats, parse_budget, prune_lowest, refuse_oversized
+from memarch.modules.managers._budget import active_words, new_stats, parse_budget, prune_lowest, refuse_oversized
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem
@@ -56,10 +56,10 @@ class Manager(dspy.Module):
             return
         self.budget_stats["passes"] += 1
         refuse_oversized(self, store, namespace, budget)
-        if active_tokens(store, namespace) <= budget:
+        if active_words(store, namespace) <= budget:
             return
         self.fit_budget(store, namespace, budget)
-        if active_tokens(store, namespace) > budget:
+        if active_words(store, namespace) > budget:
             order = {it.id: i for i, it in enumerate(store.list(namespace))}
             prune_lowest(self, store, namespace, budget, lambda it: it.usage.strength, lambda it: order[it.id],
                          "pruned after the policy")

@@ -2,8 +2,9 @@
 import importlib
 import pkgutil
 
+from memarch.modules.retrievers._aware import asks_about_time  # the guided numeric moves read it
 from memarch.modules.retrievers.base import Retriever, eligible
-__all__ = ["Retriever", "eligible"]
+__all__ = ["Retriever", "asks_about_time", "eligible"]
 
 # Every module file in this package registers itself on import: adding a module is adding a file.
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):

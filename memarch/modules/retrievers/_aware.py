@@ -21,7 +21,7 @@ import re
 from typing import Any, Callable
 
 from memarch.modules.retrievers._eligibility import eligible
-from memarch.modules.stores._versioned import VersionedCache
+from memarch.modules.stores import VersionedCache
 from memarch.pipeline.dates import find_time_expressions, parse_session_date
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem

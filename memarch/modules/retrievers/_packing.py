@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from memarch.modules.retrievers._eligibility import eligible as is_eligible
-from memarch.modules.stores._versioned import VersionedCache
+from memarch.modules.stores import VersionedCache
 from memarch.modules.stores.lexical import tokenize
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem

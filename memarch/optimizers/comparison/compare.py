@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from memarch.optimizers.compile import CompileReport, MemarchOptimizer, SearchSettings
+from memarch.optimizers.compile.counts import NOTHING_COUNTED, describe_counts
 from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
 from memarch.optimizers.search.runner import Metric
 from memarch.pipeline.deprecation import deprecated_attribute
@@ -133,9 +134,10 @@ class Comparison:
             lines.append(f"baseline {name} FAILED (not in the table): {error}")
         for r in self.rows():
             lines.append(f"{r['strategy']} picks: {', '.join(r['picks'])}")
-            shown = {k: v for k, v in r["counts"].items() if v and k not in ("evaluated", "rounds")}
-            if shown:
-                lines.append(f"{r['strategy']} over all seeds: " + ", ".join(f"{k} {v}" for k, v in sorted(shown.items())))
+            pruner = self.runs[r["strategy"]][0].pruner if self.runs.get(r["strategy"]) else "none"
+            said = describe_counts(r["counts"], pruner=pruner)
+            if said != NOTHING_COUNTED:
+                lines.append(f"{r['strategy']} over all seeds: {said}")
         lines.append(f"winner (median validation score of the picks): {self.winner()}")
         if len(self.objectives) == 1:
             lines.append("one objective: quality ties broken by lower memory_words, then read_p95")

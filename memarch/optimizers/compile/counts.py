@@ -33,6 +33,7 @@ COUNT_WORDS = {
 }
 # Counted for the report and MLflow, said elsewhere or by the pruner's line.
 NOT_LISTED = ("evaluated", "rounds", "pruned", "pruned_in_study", "pruned_cost_pct")
+NOTHING_COUNTED = "no invalid draws, repeats or failures"
 
 
 def count_phrase(name: str, value: int) -> str:
@@ -59,4 +60,4 @@ def describe_counts(counts: dict[str, int], *, pruner: str | None = None) -> str
     pruned = pruner_phrase(pruner, counts)
     if pruned:
         parts.append(pruned)
-    return "; ".join(parts) or "no invalid draws, repeats or failures"
+    return "; ".join(parts) or NOTHING_COUNTED

@@ -145,7 +145,7 @@ PER_ITEM: dict[str, Callable[["MemoryItem"], dict[str, Any]]] = {
 
 def encoder_inputs(encoder: Any, episode: "Episode") -> dict[str, Any]:
     """The input fields the encoder's LM path fills for ``episode`` (first attempt: no feedback)."""
-    from memarch.modules.encoders._conversation_lm import session_inputs
+    from memarch.modules.encoders import session_inputs
 
     if episode.turns:
         values: dict[str, Any] = session_inputs(episode, iso_date=encoder.name == "event")

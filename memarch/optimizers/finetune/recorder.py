@@ -116,7 +116,7 @@ class CallRecorder:
         return retrieve
 
     def _conflict_hook(self, manager: Any):
-        from memarch.modules.managers._conflicts import describe
+        from memarch.modules.managers import describe
 
         original = type(manager).resolve_conflict.__get__(manager)
 

@@ -28,6 +28,7 @@ from memarch.benchmarks.metrics.registry import METRICS
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.space import ArchitectureSpace
 from memarch.pipeline.files import file_sha256
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 SHARING_RULES = {
     SHARED_WRITE: "reads do not change memory, so every retriever reads one write pass",
@@ -154,7 +155,7 @@ def _query_table(bench: Benchmark, view: Benchmark, resources: Resources, budget
     return table, metrics
 
 
-def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_budget: int = 200,
+def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_budget: int = DEFAULT_CONTEXT_BUDGET,
                sample: int | None = None, seed: int = 0, limit: int | None = None,
                knobs: dict[str, Any] | None = None, architectures: list | None = None,
                presets: bool = True, levers: dict[str, Any] | None = None) -> BuildPlan:

@@ -258,4 +258,4 @@ class Landscape:
 
 # The evaluator's old names here (one release of grace); it lives in `landscapes.evaluator`.
 __getattr__ = moved_names(__name__, {
-    "LandscapeMetric": "memarch.optimizers.landscapes.evaluator:LandscapeMetric"}, globals())
+    "LandscapeMetric": "memarch.optimizers.landscapes.evaluator:LandscapeEvaluator"}, globals())

@@ -20,6 +20,7 @@ from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.registry import REGISTRY
 from memarch.pipeline.retrieval import Retrieval, ScoredItem
 from memarch.pipeline.trial import MODULES
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 if TYPE_CHECKING:
     from memarch.benchmarks.base import Benchmark
@@ -141,7 +142,7 @@ class UnitRows:
 
     Example::
 
-        rows = evaluate_unit(unit, bench, space, resources, context_budget=200, top_k=20,
+        rows = evaluate_unit(unit, bench, space, resources, context_budget=DEFAULT_CONTEXT_BUDGET, top_k=20,
                              query_ids=plan.query_ids, metrics=plan.metrics)
         rows.keys, rows.groups, rows.stats["reads_reused"]
     """

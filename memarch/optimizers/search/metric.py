@@ -2,6 +2,6 @@
 from memarch.pipeline.deprecation import moved_names
 
 __getattr__ = moved_names(__name__, {
-    "BenchmarkMetric": "memarch.optimizers.evaluators.deprecated:BenchmarkMetric",
-    "CachedMetric": "memarch.optimizers.evaluators.deprecated:CachedMetric",
+    "BenchmarkMetric": "memarch.optimizers.evaluators:BenchmarkEvaluator",
+    "CachedMetric": "memarch.optimizers.evaluators:CachedEvaluator",
 }, globals())

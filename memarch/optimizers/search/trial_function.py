@@ -31,6 +31,7 @@ from memarch.optimizers.search.history import ARCH_ATTR, FIDELITY_ATTR, REPEAT_A
 from memarch.optimizers.search.study import fail_stale
 from memarch.optimizers.search.objectives import SINGLE, values_of
 from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.deprecation import renamed_keywords
 from memarch.pipeline.trial import QueryOutcome, TrialResult
 
 if TYPE_CHECKING:
@@ -60,11 +61,12 @@ def record_result(trial: optuna.Trial, arch: Architecture, result: TrialResult,
 
 
 def record_outcomes(trial: optuna.Trial, arch: Architecture, outcomes: Iterable[dict | QueryOutcome], *,
-                    objective: float | None = None) -> float:
+                    score: float | None = None, **renamed: Any) -> float:
     """`record_result` for code without a `TrialResult`: ``outcomes`` are dicts with ``query_id``,
     ``score`` (0..1), and optionally ``success`` (default score >= 0.5), ``category`` and
-    ``module`` (which of encode / manage / store / retrieve lost a failed query). The objective
-    defaults to the mean score."""
+    ``module`` (which of encode / manage / store / retrieve lost a failed query). The trial's
+    ``score`` defaults to the mean of the outcomes' (``objective=``: its name of earlier releases)."""
+    score = renamed_keywords(renamed, {"objective": "score"}, where="record_outcomes()").get("score", score)
     outs = []
     for o in outcomes:
         if isinstance(o, QueryOutcome):
@@ -74,7 +76,7 @@ def record_outcomes(trial: optuna.Trial, arch: Architecture, outcomes: Iterable[
         outs.append(QueryOutcome(query_id=str(o["query_id"]), score=score,
                                  success=bool(o.get("success", score >= 0.5)), category=str(o.get("category", "")),
                                  attribution=o.get("module") or o.get("attribution")))
-    value = objective if objective is not None else (sum(o.score for o in outs) / len(outs) if outs else 0.0)
+    value = score if score is not None else (sum(o.score for o in outs) / len(outs) if outs else 0.0)
     attribution: dict[str, int] = {}
     for o in outs:
         if not o.success and o.attribution:

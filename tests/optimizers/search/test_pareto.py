@@ -63,7 +63,7 @@ def test_selection_rules_on_the_validation_front():
     assert select(_cands(), two, parse_selection("knee", two))[0] == "b"
     assert select(_cands(), two, parse_selection("memory_words<=250", two))[0] == "b"
     assert select(_cands(), two, parse_selection("read_p95 <= 1.5", two))[0] == "c"
-    with pytest.raises(MemarchError, match=r"memory_words<=50: no candidate .* cheapest, c, has 100 tok"):
+    with pytest.raises(MemarchError, match=r"memory_words<=50: no candidate .* cheapest, c, has 100 words"):
         select(_cands(), two, parse_selection("memory_words<=50", two))
 
 

@@ -111,7 +111,7 @@ def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
     retrieve failures were questions about a time: a when-question ("When did ...") or one that
     names a period ("in May 2023", "last week"). Reads the question text of the failures; None when
     the retriever is time-aware already."""
-    from memarch.modules.retrievers._aware import asks_about_time
+    from memarch.modules.retrievers import asks_about_time
 
     arch = result.architecture
     if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.time_weight", 0):
