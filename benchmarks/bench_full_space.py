@@ -73,7 +73,7 @@ def main() -> int:
     from memarch.pipeline.space import ArchitectureSpace
 
     metric = BenchmarkEvaluator("locomo", data_path=str(args.locomo), context_budget=200,
-                             knobs={"split_by": "dialogue"}, objective="answer_span")
+                             knobs={"split_by": "dialogue"}, metric="answer_span")
     cache: dict = {}
 
     def run(arch: Architecture, split: str):

@@ -92,7 +92,7 @@ def main() -> int:
     from memarch.pipeline.space import ArchitectureSpace
 
     metric = BenchmarkEvaluator("locomo", data_path=str(args.locomo), context_budget=200,
-                             knobs={"split_by": "dialogue"}, objective="answer_span")
+                             knobs={"split_by": "dialogue"}, metric="answer_span")
     # Evaluations already made by an earlier run of this report (same code, same data): reused.
     saved = args.out / "evaluations.json"
     cache: dict = json.loads(saved.read_text()) if saved.exists() else {}

@@ -58,14 +58,14 @@ def benchmarks(data: Path, babi_stories: int, only: set[str]):
 
 
 class Recorder:
-    """Wraps `answer_span` in the evaluation runtime to keep every (gold, context, budget) it sees."""
+    """Wraps the registry's `answer_span` context metric to keep every (gold, context, budget) it sees."""
 
     def __init__(self, fn):
         self.fn, self.calls = fn, []
 
-    def __call__(self, answer, context, context_budget=200):
+    def __call__(self, answer, evidence, context, sources, context_budget):
         self.calls.append((answer, context, context_budget))
-        return self.fn(answer, context, context_budget)
+        return self.fn(answer, evidence, context, sources, context_budget)
 
 
 def speed(calls: list, rounds: int = 3) -> dict[str, float]:
@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     import faiss
 
     faiss.omp_set_num_threads(1)  # small per-namespace indexes: threads only contend
-    import memarch.benchmarks.evaluation.evaluate as runtime
+    from memarch.benchmarks.evaluation.evaluate import evaluate
+    from memarch.benchmarks.metrics.registry import CONTEXT_METRICS
     from memarch.pipeline.presets import get_preset
     from memarch.pipeline.embed import Embedder
     from memarch.pipeline.resources import Resources
@@ -129,14 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     for bench_name, bench in benchmarks(Path(args.data), args.babi_stories, only):
         print(f"{bench_name}: {bench.stats()}", flush=True)
         for name, arch in presets.items():
-            recorder = Recorder(runtime.answer_span)
-            runtime.answer_span = recorder
+            recorder = Recorder(CONTEXT_METRICS["answer_span"])
+            CONTEXT_METRICS["answer_span"] = recorder
             try:
                 t0 = time.perf_counter()
-                result = runtime.evaluate(arch, bench, split="all", resources=resources, context_budget=args.budget,
-                                          objective="answer_span")
+                result = evaluate(arch, bench, split="all", resources=resources, context_budget=args.budget,
+                                  metric="answer_span")
             finally:
-                runtime.answer_span = recorder.fn
+                CONTEXT_METRICS["answer_span"] = recorder.fn
             if result.failed:
                 print(f"  {name} ({arch.key()}) FAILED: {result.error}", file=sys.stderr)
                 return 1

@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
         land = Landscape.load(path)
         t0 = time.time()
-        replay = Replay(land, objective=args.metric, budget=args.budget, horizon=args.horizon)
+        replay = Replay(land, metric=args.metric, budget=args.budget, horizon=args.horizon)
         report = replay.run_all(args.strategies.split(","), range(args.seeds), workers=args.workers)
         print(f"\n=== {name}: {args.seeds} seeds per strategy, {time.time() - t0:.0f} s ===")
         print(report.table())
