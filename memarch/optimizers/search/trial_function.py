@@ -72,9 +72,9 @@ def record_outcomes(trial: optuna.Trial, arch: Architecture, outcomes: Iterable[
         if isinstance(o, QueryOutcome):
             outs.append(o)
             continue
-        score = float(o["score"])
-        outs.append(QueryOutcome(query_id=str(o["query_id"]), score=score,
-                                 success=bool(o.get("success", score >= 0.5)), category=str(o.get("category", "")),
+        one = float(o["score"])
+        outs.append(QueryOutcome(query_id=str(o["query_id"]), score=one,
+                                 success=bool(o.get("success", one >= 0.5)), category=str(o.get("category", "")),
                                  attribution=o.get("module") or o.get("attribution")))
     value = score if score is not None else (sum(o.score for o in outs) / len(outs) if outs else 0.0)
     attribution: dict[str, int] = {}
