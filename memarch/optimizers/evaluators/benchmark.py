@@ -62,10 +62,6 @@ class BenchmarkEvaluator(Evaluator):
     def settings(self) -> EvaluationSettings:
         return self._settings
 
-    @settings.setter
-    def settings(self, value: EvaluationSettings) -> None:
-        self._settings = value
-
     @property
     def memory_budget(self) -> Any:
         return self._memory_budget
