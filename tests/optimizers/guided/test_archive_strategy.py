@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -143,14 +142,13 @@ def test_archive_and_visits_persist_across_resume(space, tmp_path):
 
 def test_two_workers_share_one_archive(tmp_path):
     from search_helpers import load_shared_study as _load
-    from search_helpers import start_worker as _worker
+    from search_helpers import start_two_workers
     from search_helpers import wait_workers as _wait
 
     url = f"sqlite:///{tmp_path}/optuna.db"
     budget = 12
-    first = _worker(url, "archive", 0, budget, delay=0.05)
-    time.sleep(1.0)  # the first worker creates the storage's tables
-    _wait([first, _worker(url, "archive", 1, budget, delay=0.05)])
+    # the second worker joins once the first has created the storage's tables and opened the study
+    _wait(start_two_workers(url, "archive", budget, delay=0.05))
     study = _load(url)
     # The budget of distinct architectures is met. (Not `_check_distinct`'s exact count: two workers
     # that draw the same child at the same moment can both evaluate it — the objective's duplicate
