@@ -62,6 +62,18 @@ def hash_res(tmp_path_factory):
     return Resources(embedder=Embedder("hash", cache_dir=cache), cache_dir=cache)
 
 
+@pytest.fixture
+def space():
+    """The experience `ArchitectureSpace` (no LM) of the fake AutoMem registry (search_helpers), which
+    stays installed for the whole test: the search, sampler, archive and protocol tests run on it."""
+    from search_helpers import fake_registry
+
+    from memarch.pipeline.space import ArchitectureSpace
+
+    with fake_registry():
+        yield ArchitectureSpace("experience", lm_available=False)
+
+
 @pytest.fixture(scope="session")
 def small_landscape(tmp_path_factory):
     """A landscape of 80 sampled architectures (plus the presets) of the two-conversation generated

@@ -1,6 +1,7 @@
 """Test doubles for the search tests (no tests here): a fake module registry with the AutoMem menu
-and a deterministic synthetic objective with per-module failure attribution. Worker subprocesses
-import this file too."""
+and a deterministic synthetic objective with per-module failure attribution; worker processes that
+share one study, and `wait_until` with the conditions the worker tests poll for (instead of fixed
+sleeps). Worker subprocesses import this file too."""
 from __future__ import annotations
 
 import contextlib
@@ -120,9 +121,12 @@ def synthetic_costs(arch: Architecture | None) -> dict[str, float]:
 
 
 # Worker processes sharing one study (tests/optimizers/search/test_search_workers.py, the archive's
-# two-worker test): each runs `Search` on the synthetic metric in its own interpreter.
+# two-worker test): each runs `Search` on the synthetic metric in its own interpreter. A `gated`
+# worker imports everything, then waits for a line on stdin (`release`) before it opens the storage:
+# it joins the study the moment the test lets it, not an import time (seconds) later.
+# `python -c` puts only the current directory on sys.path, so the script adds tests/ itself.
 WORKER = r"""
-import sys, optuna
+import os, sys, optuna
 sys.path.insert(0, {here!r})
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 from search_helpers import SyntheticMetric, fake_registry
@@ -133,20 +137,60 @@ from memarch.optimizers.search.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace
 storage_url, strategy, seed, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 objectives = tuple(sys.argv[5].split(","))
+if os.environ.get("SEARCH_WORKER_GATED"):
+    sys.stdin.readline()
 with fake_registry():
     ss = ParamSpace(ArchitectureSpace("experience", lm_available=False))
-    storage = make_storage(storage_url, heartbeat_interval=1, grace_period=2)
+    storage = make_storage(storage_url, heartbeat_interval={heartbeat_interval}, grace_period={grace_period})
     study = open_study("shared", storage, make_sampler(strategy, ss, seed=seed), space=ss.describe(), resume=True,
                        objectives=objectives)
     Search(SyntheticMetric(n_queries=20), ss, budget=budget, objectives=objectives).run(study)
 """
+HEARTBEAT_INTERVAL, GRACE_PERIOD = 1, 2  # the workers' heartbeat: a killed worker's trial is stale after 2 s
 
 
 def start_worker(url: str, strategy: str, seed: int, budget: int, delay: float,
-            objectives: str = "quality") -> subprocess.Popen:
+                 objectives: str = "quality", gated: bool = False) -> subprocess.Popen:
     env = dict(os.environ, SEARCH_DOUBLE_DELAY=str(delay))
-    return subprocess.Popen([sys.executable, "-c", WORKER.format(here=str(Path(__file__).resolve().parent)), url, strategy, str(seed), str(budget),
-                             objectives], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if gated:
+        env["SEARCH_WORKER_GATED"] = "1"
+    script = WORKER.format(here=str(Path(__file__).resolve().parent), heartbeat_interval=HEARTBEAT_INTERVAL,
+                           grace_period=GRACE_PERIOD)
+    return subprocess.Popen([sys.executable, "-c", script, url, strategy, str(seed), str(budget), objectives],
+                            env=env, stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def release(worker: subprocess.Popen) -> None:
+    """Let a `gated` worker open the storage and join the study."""
+    try:
+        worker.stdin.write("go\n")
+        worker.stdin.flush()  # not closed: `communicate` (wait_workers) closes it
+    except BrokenPipeError:  # it died already: `wait_workers` reports its stderr
+        pass
+
+
+def start_two_workers(url: str, strategy: str, budget: int, delay: float = 0.05) -> list[subprocess.Popen]:
+    """Two workers (seeds 0 and 1) on one study: the second joins once the first has opened it (created
+    the schema and the study, recorded its space and objectives); it has imported everything while
+    the first did, so both run the study."""
+    first = start_worker(url, strategy, 0, budget, delay=delay)
+    second = start_worker(url, strategy, 1, budget, delay=delay, gated=True)
+
+    def opened() -> bool:
+        if study_opened(url):
+            return True
+        assert_alive(first, "it opened the study")
+        return False
+    try:
+        wait_until(opened, timeout=90, interval=0.1, what="the first worker to open the study")
+    except BaseException:
+        for p in (first, second):
+            p.kill()
+            p.wait()
+        raise
+    release(second)
+    return [first, second]
 
 
 def load_shared_study(url: str) -> optuna.Study:
@@ -159,3 +203,89 @@ def wait_workers(procs, timeout=120):
     for p in procs:
         out, err = p.communicate(timeout=timeout)
         assert p.returncode == 0, err[-2000:]
+
+
+def wait_until(predicate, *, timeout: float, interval: float = 0.1, what: str = "the condition"):
+    """Poll ``predicate()`` every ``interval`` s until it returns something truthy, and return that;
+    fail with ``what`` after ``timeout`` s. An exception from the predicate propagates at once (a
+    predicate asserts that the worker it waits on is still alive)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def assert_alive(worker: subprocess.Popen, doing: str) -> None:
+    """Fail at once, with the worker's stderr, when it exited before ``doing``."""
+    if worker.poll() is not None:
+        raise AssertionError(f"the worker exited ({worker.returncode}) before {doing}: "
+                             f"{worker.stderr.read()[-2000:]}")
+
+
+def study_exists(url: str, name: str = "shared") -> bool:
+    """Whether the storage at ``url`` holds the study ``name``, read without creating anything: an
+    `RDBStorage` (`load_shared_study`) creates the schema, racing the worker that is creating it."""
+    import sqlalchemy
+
+    if url.startswith("sqlite:///"):
+        path = Path(url[len("sqlite:///"):])
+        if not path.exists():
+            return False
+        engine = sqlalchemy.create_engine(f"sqlite:///file:{path}?mode=ro&uri=true", connect_args={"timeout": 60})
+    else:
+        engine = sqlalchemy.create_engine(url.replace("postgresql://", "postgresql+psycopg2://", 1))
+    try:
+        with engine.connect() as conn:
+            if not sqlalchemy.inspect(conn).has_table("studies"):
+                return False
+            row = conn.execute(sqlalchemy.text("SELECT 1 FROM studies WHERE study_name = :name"), {"name": name})
+            return row.first() is not None
+    finally:
+        engine.dispose()
+
+
+def study_opened(url: str) -> bool:
+    """The first worker's `open_study` is done: the shared study exists (and so the schema) and holds
+    the space and objectives it records. A second worker that joins earlier races it to write them."""
+    from memarch.optimizers.search.study import OBJECTIVES_ATTR, SPACE_ATTR
+
+    return study_exists(url) and {SPACE_ATTR, OBJECTIVES_ATTR} <= set(load_shared_study(url).user_attrs)
+
+
+def completed_trials(url: str) -> int:
+    """COMPLETE trials of the shared study (0 before it exists)."""
+    from optuna.trial import TrialState
+
+    if not study_exists(url):
+        return 0
+    return len(load_shared_study(url).get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+
+def running_trials_stale(url: str) -> bool:
+    """Every RUNNING trial of the shared study is one the next worker's first `fail_stale` fails: its
+    heartbeat is older than the grace period (Optuna's own check, the one `fail_stale_trials` runs),
+    or it has no heartbeat and started over three grace periods ago (memarch's `_fail_heartbeatless`)."""
+    import datetime
+
+    from optuna.trial import TrialState
+
+    from memarch.optimizers.search import optuna_internals as internals
+    from memarch.optimizers.search.study import make_storage
+
+    study = optuna.load_study(study_name="shared", storage=make_storage(
+        url, heartbeat_interval=HEARTBEAT_INTERVAL, grace_period=GRACE_PERIOD))
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    if not running:
+        return True
+    backend = internals.rdb_backend(study)
+    stale = set(backend._get_stale_trial_ids(study._study_id))
+    beating = internals.heartbeat_trial_ids(backend, [internals.trial_id(t) for t in running])
+    now = datetime.datetime.now()
+    return all(internals.trial_id(t) in stale
+               or (internals.trial_id(t) not in beating
+                   and (now - t.datetime_start).total_seconds() > 3 * GRACE_PERIOD)
+               for t in running)

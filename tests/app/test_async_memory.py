@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import Executor, Future
 
 import pytest
 
@@ -39,27 +40,77 @@ def test_fifty_concurrent_tasks_lose_nothing(program_file, tmp_path):
         assert sum(again.count(user_id=f"u{u}") for u in range(5)) == 50
 
 
-def test_the_event_loop_stays_free_while_calls_run(program_file, tmp_path):
+BLOCK = 1.0  # seconds one slow call sleeps on its worker thread (a slow embedder / disk)
+
+
+async def _longest_loop_gap(call, interval: float = 0.01) -> tuple[object, float, float]:
+    """Await ``call()`` while ticking every ``interval`` s on the event loop: (its result, the longest
+    gap between ticks while it ran, how long it ran). A call that blocks the loop delays the tick
+    due during it by as long as it blocks."""
+    start = time.monotonic()
+    stamps = [start]
+    task = asyncio.ensure_future(call())
+    while not task.done():
+        await asyncio.sleep(interval)
+        stamps.append(time.monotonic())
+    return task.result(), max(b - a for a, b in zip(stamps, stamps[1:])), stamps[-1] - start
+
+
+def _slow_add_gap(program_file, path, pool: Executor | None = None) -> tuple[object, float, float]:
+    """`AsyncMemory.add` whose `Memory.add` first sleeps ``BLOCK`` s, under `_longest_loop_gap`
+    (``pool``: what runs the calls instead of AsyncMemory's own worker threads)."""
     async def scenario():
-        memory = await AsyncMemory.open(program_file, tmp_path / "mem", workers=2)
+        memory = await AsyncMemory.open(program_file, path, workers=2)
+        if pool is not None:
+            memory._pool.shutdown()
+            memory._pool = pool
         real_add = memory.memory.add
 
         def slow_add(*args, **kwargs):
-            time.sleep(0.3)  # a slow embedder / disk: it must not block the loop
+            time.sleep(BLOCK)  # a slow embedder / disk: it must not block the loop
             return real_add(*args, **kwargs)
         memory.memory.add = slow_add
-        ticks = 0
+        try:
+            return await _longest_loop_gap(lambda: memory.add("slow one", user_id="ana"))
+        finally:
+            await memory.aclose()
 
-        async def ticker():
-            nonlocal ticks
-            for _ in range(20):
-                await asyncio.sleep(0.01)
-                ticks += 1
-        await asyncio.gather(memory.add("slow one", user_id="ana"), ticker())
-        await memory.aclose()
-        return ticks
+    return asyncio.run(scenario())
 
-    assert asyncio.run(scenario()) == 20
+
+def _assert_loop_free(gap: float, ran: float) -> None:
+    assert ran >= BLOCK, f"the slow call took {ran:.2f} s, not the {BLOCK} s it sleeps"
+    # A free loop ticks every 10 ms, a loaded machine stretches that to tens of ms; a call on the
+    # loop holds it for the whole BLOCK. Half of BLOCK tells the two apart with a wide margin.
+    assert gap < BLOCK / 2, f"event loop blocked: no tick for {gap:.2f} s while a {BLOCK} s call ran"
+
+
+def test_the_event_loop_stays_free_while_calls_run(program_file, tmp_path):
+    added, gap, ran = _slow_add_gap(program_file, tmp_path / "mem")
+    assert len(added) == 1 and added[0].text
+    _assert_loop_free(gap, ran)
+
+
+class _InlineExecutor(Executor):
+    """A "pool" that runs each call at once on the submitting thread, i.e. on the event loop."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
+def test_the_loop_check_fails_when_the_calls_block_the_loop(program_file, tmp_path):
+    # The same check against AsyncMemory whose dispatch runs the call on the loop (the bug it guards
+    # against): the loop misses its ticks for the whole slow call, and the check says so.
+    added, gap, ran = _slow_add_gap(program_file, tmp_path / "mem", pool=_InlineExecutor())
+    assert len(added) == 1  # the call itself still works
+    assert gap >= BLOCK * 0.9
+    with pytest.raises(AssertionError, match="event loop blocked"):
+        _assert_loop_free(gap, ran)
 
 
 def test_errors_and_close(program_file, tmp_path):

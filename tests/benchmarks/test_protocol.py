@@ -4,33 +4,22 @@ after N in a row with one clear line, the winning strategy is chosen on validati
 baselines are shown, and dialogue splits keep test conversations out of the search's memory."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import optuna
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from search_helpers import SyntheticMetric, fake_registry  # noqa: E402
+from search_helpers import SyntheticMetric
 
-from memarch.errors import MemarchError  # noqa: E402
-from memarch.optimizers.comparison import Comparison, compare  # noqa: E402
-from memarch.optimizers.compile import CompileReport, MemarchOptimizer  # noqa: E402
-from memarch.pipeline.presets import warm_start_architectures  # noqa: E402
-from memarch.optimizers.search.runner import Search, StudyStopped  # noqa: E402
-from memarch.optimizers.search.param_space import ParamSpace  # noqa: E402
-from memarch.optimizers.search.study import make_storage, open_study  # noqa: E402
-from memarch.pipeline.architecture import Architecture  # noqa: E402
-from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
-from memarch.pipeline.trial import TrialResult  # noqa: E402
+from memarch.errors import MemarchError
+from memarch.optimizers.comparison import Comparison, compare
+from memarch.optimizers.compile import CompileReport, MemarchOptimizer
+from memarch.pipeline.presets import warm_start_architectures
+from memarch.optimizers.search.runner import Search, StudyStopped
+from memarch.optimizers.search.param_space import ParamSpace
+from memarch.optimizers.search.study import make_storage, open_study
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.trial import TrialResult
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-
-@pytest.fixture
-def space():
-    with fake_registry():
-        yield ArchitectureSpace("experience", lm_available=False)
 
 
 def test_every_strategy_of_a_seed_starts_from_the_same_round_0(space):

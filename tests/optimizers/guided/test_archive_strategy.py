@@ -4,43 +4,32 @@ parent -> child lineage on the trials, in MLflow and in the rounds; it runs in c
 from __future__ import annotations
 
 import math
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import optuna
 import pytest
 from optuna.trial import TrialState
 
-sys.path.insert(0, str(Path(__file__).parents[2]))
-from search_helpers import SyntheticMetric, fake_registry  # noqa: E402
+from search_helpers import SyntheticMetric
 
-from memarch.optimizers.compile import MemarchOptimizer  # noqa: E402
-from memarch.optimizers.samplers.guided.archive import (NO_MEMORY_ATTR, ROUND_PREFIX, Archive,  # noqa: E402
+from memarch.optimizers.compile import MemarchOptimizer
+from memarch.optimizers.samplers.guided.archive import (NO_MEMORY_ATTR, ROUND_PREFIX, Archive,
                                                parent_probabilities, sample_parents)
-from memarch.optimizers.samplers.guided.archive_sampler import ArchiveSampler  # noqa: E402
-from memarch.optimizers.samplers.guided.edits import describe  # noqa: E402
-from memarch.optimizers.search.history import History, TrialRecord  # noqa: E402
-from memarch.optimizers.search.runner import Search  # noqa: E402
-from memarch.optimizers.search.param_space import ParamSpace  # noqa: E402
-from memarch.optimizers.samplers.strategies import make_sampler  # noqa: E402
-from memarch.optimizers.search.study import make_storage, open_study  # noqa: E402
-from memarch.pipeline.architecture import Architecture  # noqa: E402
-from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
-from memarch.pipeline.trial import TrialResult  # noqa: E402
+from memarch.optimizers.samplers.guided.archive_sampler import ArchiveSampler
+from memarch.optimizers.samplers.guided.edits import describe
+from memarch.optimizers.search.history import History, TrialRecord
+from memarch.optimizers.search.runner import Search
+from memarch.optimizers.search.param_space import ParamSpace
+from memarch.optimizers.samplers.strategies import make_sampler
+from memarch.optimizers.search.study import make_storage, open_study
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.trial import TrialResult
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 OBJECTIVES = [0.2, 0.5, 0.5, 0.8, 0.1]
 VISITS = [0, 3, 0, 1, 7]
 NO_MEMORY = 0.1
-
-
-@pytest.fixture
-def space():
-    with fake_registry():
-        yield ArchitectureSpace("experience", lm_available=False)
 
 
 def _expected() -> np.ndarray:
@@ -143,14 +132,13 @@ def test_archive_and_visits_persist_across_resume(space, tmp_path):
 
 def test_two_workers_share_one_archive(tmp_path):
     from search_helpers import load_shared_study as _load
-    from search_helpers import start_worker as _worker
+    from search_helpers import start_two_workers
     from search_helpers import wait_workers as _wait
 
     url = f"sqlite:///{tmp_path}/optuna.db"
     budget = 12
-    first = _worker(url, "archive", 0, budget, delay=0.05)
-    time.sleep(1.0)  # the first worker creates the storage's tables
-    _wait([first, _worker(url, "archive", 1, budget, delay=0.05)])
+    # the second worker joins once the first has created the storage's tables and opened the study
+    _wait(start_two_workers(url, "archive", budget, delay=0.05))
     study = _load(url)
     # The budget of distinct architectures is met. (Not `_check_distinct`'s exact count: two workers
     # that draw the same child at the same moment can both evaluate it — the objective's duplicate

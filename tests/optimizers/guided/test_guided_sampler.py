@@ -3,27 +3,22 @@
 proposals counted, the independent sampler as the fallback."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import optuna
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2]))
-from search_helpers import SyntheticMetric, fake_registry  # noqa: E402
+from search_helpers import SyntheticMetric
 
-import memarch  # noqa: E402
-from memarch.optimizers.search.history import History  # noqa: E402
-from memarch.pipeline.architecture import Architecture  # noqa: E402
-from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
+import memarch
+from memarch.optimizers.search.history import History
+from memarch.pipeline.architecture import Architecture
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 @pytest.fixture
-def space():
-    with fake_registry():
-        yield memarch.ParamSpace(ArchitectureSpace("experience", lm_available=False))
+def space(space):
+    """Here `space` is the Optuna-facing `memarch.ParamSpace` of the shared `space` fixture (tests/conftest.py)."""
+    return memarch.ParamSpace(space)
 
 
 def _objective(space, metric, evaluated):

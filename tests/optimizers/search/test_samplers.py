@@ -3,25 +3,21 @@ two-objective space and in the full (conditional) space; a seed reproduces its r
 proposals go to its random fallback, counted; the samplers that do not fit are refused in one line."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import optuna
 import pytest
 from optuna.trial import TrialState
 
-sys.path.insert(0, str(Path(__file__).parents[2]))
-from search_helpers import SyntheticMetric, fake_registry  # noqa: E402
+from search_helpers import SyntheticMetric
 
-from memarch.cli import main  # noqa: E402
-from memarch.errors import MemarchError  # noqa: E402
-from memarch.optimizers.samplers.gp import GPBaseline  # noqa: E402
-from memarch.optimizers.landscapes.replay import Replay, parse_strategy  # noqa: E402
-from memarch.optimizers.search.runner import Search  # noqa: E402
-from memarch.optimizers.search.param_space import ParamSpace  # noqa: E402
-from memarch.optimizers.samplers.strategies import STRATEGIES, UNSUPPORTED, make_sampler  # noqa: E402
-from memarch.optimizers.search.study import make_storage, open_study  # noqa: E402
-from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
+from memarch.cli import main
+from memarch.errors import MemarchError
+from memarch.optimizers.samplers.gp import GPBaseline
+from memarch.optimizers.landscapes.replay import Replay, parse_strategy
+from memarch.optimizers.search.runner import Search
+from memarch.optimizers.search.param_space import ParamSpace
+from memarch.optimizers.samplers.strategies import STRATEGIES, UNSUPPORTED, make_sampler
+from memarch.optimizers.search.study import make_storage, open_study
+from memarch.pipeline.space import ArchitectureSpace
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 BASELINES = ["tpe-multivariate", "nsga2", "nsga3", "gp", "qmc"]
@@ -31,12 +27,6 @@ TWO = ("quality", "memory_words")
 @pytest.fixture(scope="module")
 def land(small_landscape):
     return small_landscape
-
-
-@pytest.fixture
-def space():
-    with fake_registry():
-        yield ArchitectureSpace("experience", lm_available=False)
 
 
 def test_every_baseline_is_a_registered_strategy():

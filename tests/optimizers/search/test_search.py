@@ -4,39 +4,30 @@ Runs on the fake AutoMem registry and the synthetic objective of search_helpers.
 from __future__ import annotations
 
 import logging
-import sys
-from pathlib import Path
 
 import dspy
 import optuna
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2]))
-from search_helpers import SyntheticMetric, fake_registry  # noqa: E402
+from search_helpers import SyntheticMetric
 
-from memarch.optimizers.comparison import compare, trials_to_target  # noqa: E402
-from memarch.optimizers.compile import MemarchOptimizer  # noqa: E402
-from memarch.optimizers.search.champion import select_champion  # noqa: E402
-from memarch.optimizers.samplers.guided.ledger import REFUTED, Ledger  # noqa: E402
-from memarch.optimizers.samplers.guided.planner import RoundPlanner  # noqa: E402
-from memarch.optimizers.samplers.guided.sampler import GuidedSampler  # noqa: E402
-from memarch.optimizers.search.history import History, TrialRecord  # noqa: E402
-from memarch.pipeline.presets import get_preset, presets_for  # noqa: E402
-from memarch.optimizers.search.runner import Search  # noqa: E402
-from memarch.optimizers.search.param_space import ParamSpace  # noqa: E402
-from memarch.optimizers.samplers.strategies import make_sampler  # noqa: E402
-from memarch.optimizers.search.study import make_storage, open_study  # noqa: E402
-from memarch.pipeline.architecture import Architecture  # noqa: E402
-from memarch.pipeline.program import MemoryProgram  # noqa: E402
-from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
+from memarch.optimizers.comparison import compare, trials_to_target
+from memarch.optimizers.compile import MemarchOptimizer
+from memarch.optimizers.search.champion import select_champion
+from memarch.optimizers.samplers.guided.ledger import REFUTED, Ledger
+from memarch.optimizers.samplers.guided.planner import RoundPlanner
+from memarch.optimizers.samplers.guided.sampler import GuidedSampler
+from memarch.optimizers.search.history import History, TrialRecord
+from memarch.pipeline.presets import get_preset, presets_for
+from memarch.optimizers.search.runner import Search
+from memarch.optimizers.search.param_space import ParamSpace
+from memarch.optimizers.samplers.strategies import make_sampler
+from memarch.optimizers.search.study import make_storage, open_study
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.program import MemoryProgram
+from memarch.pipeline.space import ArchitectureSpace
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-
-@pytest.fixture
-def space():
-    with fake_registry():
-        yield ArchitectureSpace("experience", lm_available=False)
 
 
 def _run(strategy, space, metric, budget, name="s", seed=0):

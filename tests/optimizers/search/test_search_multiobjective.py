@@ -3,34 +3,23 @@ objective, guided edits the Pareto front, compile selects on the validation fron
 fronts and hypervolumes, a killed multi-objective study resumes, and bad options are one line."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import optuna
 import pytest
 from optuna.trial import TrialState
 
-sys.path.insert(0, str(Path(__file__).parents[2]))
-from search_helpers import SyntheticMetric, fake_registry, synthetic_costs  # noqa: E402
+from search_helpers import SyntheticMetric, synthetic_costs
 
-from memarch.cli import main  # noqa: E402
-from memarch.errors import MemarchError  # noqa: E402
-from memarch.optimizers.comparison import compare  # noqa: E402
-from memarch.optimizers.compile import MemarchOptimizer  # noqa: E402
-from memarch.optimizers.search.runner import Search  # noqa: E402
-from memarch.optimizers.search.param_space import ParamSpace  # noqa: E402
-from memarch.optimizers.samplers.strategies import make_sampler  # noqa: E402
-from memarch.optimizers.search.study import make_storage, open_study  # noqa: E402
-from memarch.pipeline.space import ArchitectureSpace  # noqa: E402
+from memarch.cli import main
+from memarch.errors import MemarchError
+from memarch.optimizers.comparison import compare
+from memarch.optimizers.compile import MemarchOptimizer
+from memarch.optimizers.search.runner import Search
+from memarch.optimizers.search.param_space import ParamSpace
+from memarch.optimizers.samplers.strategies import make_sampler
+from memarch.optimizers.search.study import make_storage, open_study
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 TWO = ("quality", "memory_words")
-
-
-@pytest.fixture
-def space():
-    with fake_registry():
-        yield ArchitectureSpace("experience", lm_available=False)
 
 
 @pytest.mark.parametrize("strategy", ["random", "tpe", "nsga2", "guided"])

@@ -8,14 +8,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import optuna
 import pytest
 from optuna.trial import TrialState
+from search_helpers import assert_alive, completed_trials, running_trials_stale, start_two_workers, wait_until
 from search_helpers import load_shared_study as _load
 from search_helpers import start_worker as _worker
 from search_helpers import wait_workers as _wait
@@ -47,20 +46,21 @@ def test_multi_objective_study_resumes_after_sigkill(tmp_path):
 def _kill_then_resume(tmp_path, objectives: str, budget: int = 12, kill_after: int = 4) -> optuna.Study:
     url = f"sqlite:///{tmp_path}/optuna.db"
     p = _worker(url, "guided", 0, budget, delay=0.4, objectives=objectives)
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        time.sleep(0.3)
-        try:
-            n = len([t for t in _load(url).trials if t.state == TrialState.COMPLETE])
-        except Exception:  # the study is not created yet
-            continue
-        if n >= kill_after:
-            break
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+
+    def finished_enough() -> bool:
+        assert_alive(p, f"{kill_after} trials were complete")  # it must still be running when killed
+        return completed_trials(url) >= kill_after
+    try:
+        wait_until(finished_enough, timeout=90, interval=0.3, what=f"{kill_after} complete trials")
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
     before = {t.number: t.params for t in _load(url).trials if t.state == TrialState.COMPLETE}
     assert kill_after <= len(before) < budget
-    time.sleep(2.5)  # past the grace period: the killed worker's running trial is stale
+    # The resumed worker's first `fail_stale` must fail the killed worker's running trial: wait until
+    # its heartbeat is past the grace period (or, with no heartbeat, three grace periods old).
+    wait_until(lambda: running_trials_stale(url), timeout=60, interval=0.2,
+               what="the killed worker's running trial to go stale")
     _wait([_worker(url, "guided", 0, budget, delay=0.0, objectives=objectives)])
     study = _load(url)
     after = {t.number: t.params for t in study.trials if t.state == TrialState.COMPLETE}
@@ -82,9 +82,7 @@ def _kill_then_resume(tmp_path, objectives: str, budget: int = 12, kill_after: i
 def test_two_workers_share_one_sqlite_study(tmp_path):
     url = f"sqlite:///{tmp_path}/optuna.db"
     budget = 10
-    first = _worker(url, "random", 0, budget, delay=0.05)
-    time.sleep(1.0)
-    _wait([first, _worker(url, "random", 1, budget, delay=0.05)])
+    _wait(start_two_workers(url, "random", budget))
     _check_distinct(_load(url), budget)
 
 
@@ -123,9 +121,7 @@ def postgres():
 
 def test_two_workers_share_one_postgresql_study(postgres):
     budget = 10
-    first = _worker(postgres, "tpe", 0, budget, delay=0.05)
-    time.sleep(1.0)
-    _wait([first, _worker(postgres, "tpe", 1, budget, delay=0.05)])
+    _wait(start_two_workers(postgres, "tpe", budget))
     _check_distinct(_load(postgres), budget)
 
 
