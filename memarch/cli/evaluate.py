@@ -141,7 +141,7 @@ def _print(result) -> None:
                  f"(duplicate {c['duplicate_writes']:g}), searches {c['searches']:g} (empty {c['empty_searches']:g})"
                  if "memory_actions_per_step" in c else "")
         print(f"  agent: stuck moves {c['stuck_moves']:g}, back-and-forth moves {c['back_and_forth_moves']:g}{notes}")
-    print(f"  memory items: {c.get('memory_items', 0):g}, tokens: {c.get('memory_words', 0):g} (largest namespace "
+    print(f"  memory items: {c.get('memory_items', 0):g}, words: {c.get('memory_words', 0):g} (largest namespace "
           f"{c.get('memory_words_max_ns', 0):g}); time: {c['wall_s']:.2f} s (write {c.get('write_s', 0):.2f} s, "
           f"read {c.get('read_s', 0):.2f} s; per read p50 {c.get('read_p50_ms', 0):.1f} ms, "
           f"p95 {c.get('read_p95_ms', 0):.1f} ms)")

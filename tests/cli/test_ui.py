@@ -59,14 +59,14 @@ def test_tracker_marks_experiment_and_ui_writes_the_view(tmp_path, capsys):
     assert exp.tags[KIND_TAG] == MACHINE_LEARNING
     run = tracker.client.create_run(tracker.experiment_id)
     tracker.client.log_metric(run.info.run_id, "objective", 0.5)
-    tracker.client.log_metric(run.info.run_id, "cost_memory_tokens", 12)
+    tracker.client.log_metric(run.info.run_id, "cost_memory_words", 12)
     tracker.client.log_param(run.info.run_id, "store", "vector")
     assert main(["ui", "--tracking-uri", uri, "--port", "0", "--print-only"]) == 0
     out = capsys.readouterr().out
     assert f"/#/experiments/{tracker.experiment_id}/runs?workflowType=machine_learning" in out
     assert "job workers off" in out and "--workers 1" in out
     view = json.loads(tracker.client.get_experiment(tracker.experiment_id).tags[SHARED_VIEW_PREFIX + VIEW_KEY])
-    assert view["selectedColumns"] == ["metrics.`objective`", "metrics.`cost_memory_tokens`", "params.`store`"]
+    assert view["selectedColumns"] == ["metrics.`objective`", "metrics.`cost_memory_words`", "params.`store`"]
     assert main(["ui", "--tracking-uri", uri, "--experiment", "nope", "--print-only"]) == 0
     assert "no experiment 'nope'" in capsys.readouterr().out
 

@@ -30,7 +30,7 @@ def column(kind: str, key: str) -> str:
 LEADING = (column("attributes", "Run Name"), "runDateAndNestInfo", "duration")
 PARAMS = ("encode", "store", "retrieve", "manage")
 # Trial costs first, then the parent run's summary; only keys some run has become columns.
-COSTS = ("cost_memory_tokens", "cost_read_p95_ms", "cost_lm_tokens", "cost_wall_s")
+COSTS = ("cost_memory_words", "cost_memory_tokens", "cost_read_p95_ms", "cost_lm_tokens", "cost_wall_s")  # _tokens: runs of earlier releases
 SUMMARY = ("validation_score", "test_score")
 
 
@@ -40,7 +40,7 @@ def runs_columns(metric_keys: set[str] | list[str], param_keys: set[str] | list[
 
     Example::
 
-        runs_columns({"objective", "objective_quality", "cost_memory_tokens"})[:2]
+        runs_columns({"objective", "objective_quality", "cost_memory_words"})[:2]
         # ['metrics.`objective`', 'metrics.`objective_quality`']
     """
     metrics = set(metric_keys)
