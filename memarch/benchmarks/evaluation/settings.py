@@ -3,12 +3,12 @@ per read, the metric, the reader and judge, the success threshold and the progra
 in one object that `evaluate`, the evaluators and the CLI pass along instead of a dozen keywords."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from memarch.pipeline.deprecation import renamed_keywords
 from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
+from memarch.pipeline.settings import Settings
 
 # Keywords of earlier releases (one release of grace, with a warning).
 RENAMED = {"objective": "metric", "budget_tokens": "context_budget"}
@@ -20,7 +20,7 @@ def default_top_k(context_budget: int | None) -> int:
 
 
 @dataclass(frozen=True)
-class EvaluationSettings:
+class EvaluationSettings(Settings):
     """How one evaluation reads and scores.
 
     Example::
@@ -52,6 +52,8 @@ class EvaluationSettings:
     success_threshold: float = 0.5
     config: dict | None = None
 
+    what: ClassVar[str] = "evaluation setting"
+
     @classmethod
     def of(cls, settings: "EvaluationSettings | None" = None, *, where: str = "evaluate()",
            **changes: Any) -> "EvaluationSettings":
@@ -60,13 +62,6 @@ class EvaluationSettings:
         changes = renamed_keywords(changes, RENAMED, where=where)
         base = settings if settings is not None else cls()
         return base.replace(**changes) if changes else base
-
-    def replace(self, **changes: Any) -> "EvaluationSettings":
-        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
-        if unknown:
-            raise TypeError(f"unknown evaluation setting {unknown[0]!r}; expected one of "
-                            f"{', '.join(f.name for f in dataclasses.fields(self))}")
-        return dataclasses.replace(self, **changes)
 
     @property
     def read_top_k(self) -> int:

@@ -3,19 +3,19 @@ study's objectives and selection, the space, the pruner and stage two (prompt op
 validated object that `MemarchOptimizer` and `compare` take instead of two dozen keywords."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from memarch.errors import MemarchError
 from memarch.optimizers.search.objectives import SINGLE, parse_objectives
 from memarch.optimizers.search.selection import Selection, parse_selection
+from memarch.pipeline.settings import Settings
 
 WARM_STARTS = ("presets", "none")
 
 
 @dataclass(frozen=True)
-class SearchSettings:
+class SearchSettings(Settings):
     """The settings of one search (one strategy, one seed).
 
     Example::
@@ -72,6 +72,8 @@ class SearchSettings:
     log_model: bool = True
     register: str | None = None
 
+    what: ClassVar[str] = "search setting"
+
     def __post_init__(self) -> None:
         from memarch.optimizers.prompts.optimize import check_prompt_optimizer
         from memarch.optimizers.pruners import check_pruner
@@ -96,13 +98,6 @@ class SearchSettings:
     def selection(self) -> Selection:
         """The validated ``select``."""
         return self.select
-
-    def replace(self, **changes: Any) -> "SearchSettings":
-        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
-        if unknown:
-            raise TypeError(f"unknown search setting {unknown[0]!r}; expected one of "
-                            f"{', '.join(f.name for f in dataclasses.fields(self))}")
-        return dataclasses.replace(self, **changes)
 
     @classmethod
     def of(cls, settings: "SearchSettings | None" = None, **changes: Any) -> "SearchSettings":
