@@ -105,7 +105,7 @@ STAGES = {  # (file suffix, function) -> stage: cumulative times, nested stages 
     ("pipeline/program.py", "read"): "read (program.read, the deeper gold-rank reads included)",
     ("evaluation/attribution.py", "gold_rank"): "  of which: deeper gold-rank reads (diagnosis)",
     ("stores/lexical.py", "sync"): "  of which: BM25 index catching up with writes",
-    ("evaluation/question_scoring.py", "score_retrieval"): "retrieval metrics (ranx)",
+    ("evaluation/question_scoring.py", "score_retrieval"): "retrieval metrics (trec_eval)",
 }
 
 

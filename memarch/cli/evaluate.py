@@ -148,12 +148,12 @@ def _print(result) -> None:
 
 
 def _print_retrieval(result, metrics) -> None:
-    """The turn-level retrieval metrics (ranx, over the gold evidence ids), overall and per
+    """The turn-level retrieval metrics (trec_eval, over the gold evidence ids), overall and per
     category, for a conversation benchmark."""
     shown = [m for m in metrics if m in result.scores]
     if not shown:
         return
-    print(f"  retrieval (turn level over evidence ids, ranx; {result.scores.get('retrieval_skipped', 0):g} "
+    print(f"  retrieval (turn level over evidence ids, trec_eval; {result.scores.get('retrieval_skipped', 0):g} "
           "questions without evidence skipped):")
     print(f"    {'':<28} " + " ".join(f"{m:>9}" for m in shown))
     print(f"    {'all':<28} " + " ".join(f"{result.scores[m]:>9.4f}" for m in shown))

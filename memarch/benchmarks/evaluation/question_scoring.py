@@ -69,7 +69,7 @@ class QuestionScorer:
             per_query: dict[str, list[float]], pending: list | None = None) -> QueryOutcome | None:
         """Read the memory for ``q``, score the context and attribute a failure; None for an
         unanswerable question without a reader. ``pending``: where the question's retrieval
-        metrics wait for `score_retrieval` (one ranx call for a whole stream) unless they are the
+        metrics wait for `score_retrieval` (one trec_eval call for a whole stream) unless they are the
         metric, which needs them now."""
         if not q.answerable and self.reader is None:
             return None  # unanswerable: scored only with an LM
@@ -77,7 +77,7 @@ class QuestionScorer:
         items = [s.item for s in retrieval.items] if retrieval is not None else []
         context = retrieval.context if retrieval is not None else ""
         values: dict[str, float | None] = self.context_scores(q, context, items)
-        # hit@k / recall@k / ndcg@k / mrr over the gold evidence turns (ranx); none without evidence
+        # hit@k / recall@k / ndcg@k / mrr over the gold evidence turns (trec_eval); none without evidence
         turns = ranked_turns(items)
         deferred = pending is not None and self.metric not in RETRIEVAL_METRICS
         ranked = None if deferred else retrieval_scores(q.evidence, turns)
@@ -159,9 +159,8 @@ class QuestionScorer:
 
 def score_retrieval(pending: list, per_query: dict[str, list[float]]) -> None:
     """The retrieval metrics `QuestionScorer.ask` deferred, for every question of a stream in one
-    ranx call (a call per question costs ~9 ms: 14 s on LoCoMo's 1,540 questions, against ~0.2 s at
-    once), added to each outcome's evidence and to ``per_query`` in question order, as ``ask``
-    would have."""
+    trec_eval call (one evaluator for all of them, not one per question), added to each outcome's
+    evidence and to ``per_query`` in question order, as ``ask`` would have."""
     values = retrieval_scores_many({str(i): (gold, turns) for i, (_, gold, turns) in enumerate(pending)})
     for i, (outcome, _, _) in enumerate(pending):
         scored = values.get(str(i))

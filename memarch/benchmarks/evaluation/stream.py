@@ -28,7 +28,7 @@ EMBED_BATCH = 512  # questions embedded per forward pass up front
 @dataclass
 class ReaderRun:
     """What one reader of a stream collects: its outcomes, per-metric values, timing, read
-    latencies and the retrieval metrics still to score (one ranx call at the end)."""
+    latencies and the retrieval metrics still to score (one trec_eval call at the end)."""
 
     read: Read | None
     outcomes: list[QueryOutcome] = field(default_factory=list)

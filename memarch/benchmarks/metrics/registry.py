@@ -51,7 +51,7 @@ def explain_metric(metric: str, context_budget: int | None = DEFAULT_CONTEXT_BUD
                 "recall": f"share of gold evidence turns among the first {k} covered turns",
                 "ndcg": f"NDCG of the first {k} covered turns against the gold evidence",
                 "mrr": "1 / rank of the first covered gold evidence turn"}[name]
-        return f"LM-free, turn level (ranx): {what}"
+        return f"LM-free, turn level (trec_eval): {what}"
     return {"answer_span": f"LM-free: gold answer contiguous in {cut}",
             "answer_recall": f"LM-free: share of gold answer words anywhere in {cut}",
             "evidence_recall": "LM-free: share of gold evidence turns among the retrieved items' sources",
