@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import select
 import subprocess
 import sys
 import time
@@ -121,9 +122,10 @@ def synthetic_costs(arch: Architecture | None) -> dict[str, float]:
 
 
 # Worker processes sharing one study (tests/optimizers/search/test_search_workers.py, the archive's
-# two-worker test): each runs `Search` on the synthetic metric in its own interpreter. A `gated`
-# worker imports everything, then waits for a line on stdin (`release`) before it opens the storage:
-# it joins the study the moment the test lets it, not an import time (seconds) later.
+# two-worker test): each runs `Search` on the synthetic metric in its own interpreter, and prints
+# "opened" once it has opened the study. Its `gates` hold it until the test writes a line to its
+# stdin (`release`): "open", once the space is built, before it opens the storage; "run", after
+# "opened", before its first trial.
 # `python -c` puts only the current directory on sys.path, so the script adds tests/ itself.
 WORKER = r"""
 import os, sys, optuna
@@ -137,32 +139,35 @@ from memarch.optimizers.search.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace
 storage_url, strategy, seed, budget = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 objectives = tuple(sys.argv[5].split(","))
-if os.environ.get("SEARCH_WORKER_GATED"):
-    sys.stdin.readline()
+gates = os.environ.get("SEARCH_WORKER_GATES", "").split(",")
 with fake_registry():
     ss = ParamSpace(ArchitectureSpace("experience", lm_available=False))
+    if "open" in gates:
+        sys.stdin.readline()
     storage = make_storage(storage_url, heartbeat_interval={heartbeat_interval}, grace_period={grace_period})
     study = open_study("shared", storage, make_sampler(strategy, ss, seed=seed), space=ss.describe(), resume=True,
                        objectives=objectives)
-    Search(SyntheticMetric(n_queries=20), ss, budget=budget, objectives=objectives).run(study)
+    search = Search(SyntheticMetric(n_queries=20), ss, budget=budget, objectives=objectives)
+    print("opened", flush=True)
+    if "run" in gates:
+        sys.stdin.readline()
+    search.run(study)
 """
 HEARTBEAT_INTERVAL, GRACE_PERIOD = 1, 2  # the workers' heartbeat: a killed worker's trial is stale after 2 s
 
 
 def start_worker(url: str, strategy: str, seed: int, budget: int, delay: float,
-                 objectives: str = "quality", gated: bool = False) -> subprocess.Popen:
-    env = dict(os.environ, SEARCH_DOUBLE_DELAY=str(delay))
-    if gated:
-        env["SEARCH_WORKER_GATED"] = "1"
+                 objectives: str = "quality", gates: tuple[str, ...] = ()) -> subprocess.Popen:
+    env = dict(os.environ, SEARCH_DOUBLE_DELAY=str(delay), SEARCH_WORKER_GATES=",".join(gates))
     script = WORKER.format(here=str(Path(__file__).resolve().parent), heartbeat_interval=HEARTBEAT_INTERVAL,
                            grace_period=GRACE_PERIOD)
     return subprocess.Popen([sys.executable, "-c", script, url, strategy, str(seed), str(budget), objectives],
-                            env=env, stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
+                            env=env, stdin=subprocess.PIPE if gates else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def release(worker: subprocess.Popen) -> None:
-    """Let a `gated` worker open the storage and join the study."""
+    """Let a worker past the gate it waits at."""
     try:
         worker.stdin.write("go\n")
         worker.stdin.flush()  # not closed: `communicate` (wait_workers) closes it
@@ -170,20 +175,33 @@ def release(worker: subprocess.Popen) -> None:
         pass
 
 
-def start_two_workers(url: str, strategy: str, budget: int, delay: float = 0.05) -> list[subprocess.Popen]:
-    """Two workers (seeds 0 and 1) on one study: the second joins once the first has opened it (created
-    the schema and the study, recorded its space and objectives); it has imported everything while
-    the first did, so both run the study."""
-    first = start_worker(url, strategy, 0, budget, delay=delay)
-    second = start_worker(url, strategy, 1, budget, delay=delay, gated=True)
+def wait_opened(worker: subprocess.Popen, timeout: float = 90) -> None:
+    """Wait until a worker says it has opened the study."""
+    def said_opened() -> bool:
+        assert_alive(worker, "it opened the study")
+        readable, _, _ = select.select([worker.stdout], [], [], 0)
+        return bool(readable) and worker.stdout.readline() == "opened\n"
+    wait_until(said_opened, timeout=timeout, interval=0.05, what="the worker to open the study")
 
-    def opened() -> bool:
-        if study_opened(url):
-            return True
-        assert_alive(first, "it opened the study")
-        return False
+
+def start_two_workers(url: str, strategy: str, budget: int, delay: float = 0.05) -> list[subprocess.Popen]:
+    """Two workers (seeds 0 and 1) that run one study together, in a fixed order: the second opens the
+    study once the first has (created the schema and the study, recorded its space and objectives);
+    once both are ready, the first starts, and the second starts the moment the first has completed
+    one trial. (Both starting at the same instant draw the same architectures at the same moment: the
+    archive test counts those repeats.)"""
+    first = start_worker(url, strategy, 0, budget, delay=delay, gates=("run",))
+    second = start_worker(url, strategy, 1, budget, delay=delay, gates=("open", "run"))
+
+    def first_trial_done() -> bool:
+        assert_alive(first, "it completed a trial")
+        return completed_trials(url) >= 1
     try:
-        wait_until(opened, timeout=90, interval=0.1, what="the first worker to open the study")
+        wait_opened(first)
+        release(second)
+        wait_opened(second)
+        release(first)
+        wait_until(first_trial_done, timeout=90, interval=0.05, what="the first worker's first complete trial")
     except BaseException:
         for p in (first, second):
             p.kill()
@@ -246,14 +264,6 @@ def study_exists(url: str, name: str = "shared") -> bool:
             return row.first() is not None
     finally:
         engine.dispose()
-
-
-def study_opened(url: str) -> bool:
-    """The first worker's `open_study` is done: the shared study exists (and so the schema) and holds
-    the space and objectives it records. A second worker that joins earlier races it to write them."""
-    from memarch.optimizers.search.study import OBJECTIVES_ATTR, SPACE_ATTR
-
-    return study_exists(url) and {SPACE_ATTR, OBJECTIVES_ATTR} <= set(load_shared_study(url).user_attrs)
 
 
 def completed_trials(url: str) -> int:

@@ -137,7 +137,7 @@ def test_two_workers_share_one_archive(tmp_path):
 
     url = f"sqlite:///{tmp_path}/optuna.db"
     budget = 12
-    # the second worker joins once the first has created the storage's tables and opened the study
+    # The first worker creates the tables and the study; the second joins it once it has a trial done.
     _wait(start_two_workers(url, "archive", budget, delay=0.05))
     study = _load(url)
     # The budget of distinct architectures is met. (Not `_check_distinct`'s exact count: two workers
