@@ -7,6 +7,8 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 DATA    ?= ../shared/data
+# Test processes side by side (pytest-xdist): one per core of the 2-core machines this runs on.
+JOBS    ?= 2
 
 .PHONY: install test test-fast run bench clean
 
@@ -25,11 +27,11 @@ $(STAMP): pyproject.toml Makefile scripts/install_system.sh
 	touch $(STAMP)
 
 test: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider --timeout=900 tests; rc=$$?; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider --timeout=900 -n $(JOBS) tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not integration and not slow and not lm" tests
+	$(BIN)/python -m pytest -q -n $(JOBS) -m "not integration and not slow and not lm" tests
 
 run: install
 	$(BIN)/python -m memarch.demo

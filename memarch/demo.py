@@ -18,6 +18,8 @@ def run(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--extra", type=int, default=4, help="trials the winner's compile adds (default 4)")
     p.add_argument("--out", default="mlruns/demo")
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                   help="compare's studies side by side (default: 2, or 1 on a one-core machine)")
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -26,7 +28,8 @@ def run(argv: list[str] | None = None) -> int:
     print(f"[1/2] memarch compare: guided vs random vs tpe, {args.seeds} seeds x {args.budget} trials "
           f"on the generated benchmark (LM-free space)", flush=True)
     rc = memarch(["compare", "--benchmark", "generated", "--budget", str(args.budget), "--seeds", str(args.seeds),
-                  "--strategies", "guided,random,tpe", "--study-name", prefix, "--out", args.out])
+                  "--strategies", "guided,random,tpe", "--study-name", prefix, "--out", args.out,
+                  "--workers", str(args.workers)])
     if rc:
         return rc
     table = Path(args.out) / "compare-generated.txt"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from memarch.errors import MemarchError
+
 HELP = "compare search strategies (guided, random, tpe, nsga2, gp, qmc, ...) at equal budgets over seeds: table + PNG"
 
 
@@ -15,6 +17,9 @@ def add_arguments(p) -> None:
     p.add_argument("--target", type=float, default=None,
                    help="search objective to reach (default: 99%% of the best any run found)")
     p.add_argument("--no-baselines", action="store_true", help="skip the presets and the no-memory baseline")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="run N (strategy, seed) studies side by side in forked processes, one per core (LM-free "
+                        "runs only; each run's result is the one it gets alone; default 1)")
     p.add_argument("--landscape", default=None, metavar="FILE",
                    help="a landscape .npz of the same benchmark: also score every run against it (trials to a "
                         "top-1%% architecture, captured gain, rank; CIs over seeds)")
@@ -24,6 +29,10 @@ def run(args) -> int:
     from memarch.cli.compile import check_numbers, lm_roles, parse_strategies
 
     check_numbers(args)
+    if args.workers < 1:
+        raise MemarchError(f"--workers must be at least 1, got {args.workers}")
+    if args.workers > 1 and ((getattr(args, "lm", "none") or "none") != "none" or getattr(args, "meta_lm", None)):
+        raise MemarchError("--workers > 1 runs LM-free studies side by side; with --lm, use --workers 1")
     strategies = parse_strategies(args.strategies, ["guided", "random", "tpe"])
     roles = lm_roles(args)
     if roles is None:
@@ -97,7 +106,7 @@ def _run(args, evaluator, space, strategies: list[str], roles):
                        target=args.target, lm=roles.task if roles else None, meta_lm=roles.meta if roles else None,
                        tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None,
                        baselines=not args.no_baselines, study_prefix=args.study_name or f"compare-{args.benchmark}",
-                       on_trial=bar, first_seed=args.first_seed)
+                       on_trial=bar, first_seed=args.first_seed, workers=args.workers)
     finally:
         bar.close()
 
@@ -108,6 +117,6 @@ def _write_json(path, args, cmp, evaluator, oracle) -> None:
         {"rows": cmp.rows(), "baselines": cmp.baselines, "target": cmp.target,
          "winner": cmp.winner(), "metric": cmp.metric, "space": args.space, "failed_baselines": cmp.failed_baselines,
          "runs": {s: [r.to_dict() for r in reps] for s, reps in cmp.runs.items()},
-         "evaluations": evaluator.evaluations,
+         "evaluations": cmp.evaluations,
          "fronts": fronts.to_dict() if fronts is not None else None,
          "landscape": oracle.to_dict() if oracle is not None else None}, indent=1, default=str))

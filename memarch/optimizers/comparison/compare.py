@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from memarch.optimizers.compile import CompileReport, MemarchOptimizer, SearchSettings
+from memarch.optimizers.comparison.runs import run_jobs
 from memarch.optimizers.compile.counts import NOTHING_COUNTED, describe_counts
 from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
 from memarch.optimizers.search.runner import Metric
@@ -50,6 +51,7 @@ class Comparison:
     metric: str = ""  # the metric's name (answer_span, task_score, ...)
     warm_start: str = "presets"
     objectives: tuple[str, ...] = ("quality",)
+    evaluations: int | None = None  # evaluations run by every run and the baselines (None: not counted)
 
     objective = deprecated_attribute("objective", "metric", "Comparison")
 
@@ -167,7 +169,7 @@ def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strat
             seeds: int = 3, settings: SearchSettings | None = None, target: float | None = None, lm: Any = None,
             meta_lm: Any = None, tracker_factory: Callable[[], Any] | None = None, baselines: bool = True,
             study_prefix: str = "compare", on_trial: Callable | None = None, trainset: Any = "search",
-            valset: Any = "validation", testset: Any = "test", first_seed: int = 0,
+            valset: Any = "validation", testset: Any = "test", first_seed: int = 0, workers: int = 1,
             **setting_changes: Any) -> Comparison:
     """Run every strategy with every seed (``first_seed`` .. ``first_seed + seeds - 1``) at the same
     budget and warm start; ``target`` defaults to 99% of the best search score any run found.
@@ -181,7 +183,9 @@ def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strat
     the strategy, seed and study name of each run set here; ``setting_changes`` change it by name
     (``budget=``, ``objectives=``, ``space_mode=``, ``pruner=``, ``warm_start=``, ``k=``, ...). With
     several objectives every study is multi-objective and the comparison adds each strategy's
-    fronts and hypervolumes (`fronts`)."""
+    fronts and hypervolumes (`fronts`). ``workers`` > 1 runs that many (strategy, seed) runs side
+    by side in forked processes (LM-free only: an LM serves one process); each run's report is the
+    one it gets alone (`memarch.optimizers.comparison.runs`)."""
     settings = SearchSettings.of(settings, **{**(COMPARE_DEFAULTS if settings is None else {}), **setting_changes})
     evaluator = as_evaluator(evaluator)
     if isinstance(space, str):
@@ -190,22 +194,38 @@ def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strat
              for seed in range(first_seed, first_seed + seeds)}
     if settings.storage and not settings.resume:
         _refuse_existing(settings.storage, names)
+    if workers > 1 and (lm is not None or meta_lm is not None):
+        from memarch.errors import MemarchError
+
+        raise MemarchError("workers > 1 runs LM-free studies side by side; with an LM, run one at a time")
+
+    def run_one(job: tuple[str, int], progress: Callable | None) -> CompileReport:
+        strat, seed = job
+        opt = MemarchOptimizer(evaluator, settings.replace(strategy=strat, seed=seed, study_name=names[job]),
+                               lm=lm, meta_lm=meta_lm, on_trial=progress,
+                               tracker=tracker_factory() if tracker_factory else None)
+        before = evaluator.evaluations
+        opt.compile(space, trainset=trainset, valset=valset, testset=testset)
+        if before is not None:  # evaluations this run paid for (a worker counts its own)
+            opt.report.extras["evaluations"] = evaluator.evaluations - before
+        logger.info("%s seed %d: pick %s test %s", strat, seed, opt.report.architecture.key(), opt.report.test_score)
+        return opt.report
+
+    jobs = list(names)
     runs: dict[str, list[CompileReport]] = {}
-    for strat in strategies:
-        for seed in range(first_seed, first_seed + seeds):
-            opt = MemarchOptimizer(evaluator, settings.replace(strategy=strat, seed=seed, study_name=names[(strat, seed)]),
-                                   lm=lm, meta_lm=meta_lm, on_trial=on_trial,
-                                   tracker=tracker_factory() if tracker_factory else None)
-            opt.compile(space, trainset=trainset, valset=valset, testset=testset)
-            runs.setdefault(strat, []).append(opt.report)
-            logger.info("%s seed %d: pick %s test %s", strat, seed, opt.report.architecture.key(), opt.report.test_score)
+    for (strat, _), report in zip(jobs, run_jobs(jobs, run_one, workers=workers, on_trial=on_trial)):
+        runs.setdefault(strat, []).append(report)
     best = max(r.curve[-1] for reports in runs.values() for r in reports)
     metric = next((r.metric for reports in runs.values() for r in reports if r.metric), "")
     cmp = Comparison(budget=settings.budget, target=target if target is not None else 0.99 * best, runs=runs,
                      metric=metric, warm_start=settings.warm_start if isinstance(settings.warm_start, str) else "custom",
                      objectives=settings.objectives)
+    before = evaluator.evaluations
     if baselines:
         _score_baselines(cmp, evaluator, space, testset)
+    if before is not None:
+        cmp.evaluations = sum(r.extras.get("evaluations", 0) for rs in runs.values() for r in rs) + \
+            evaluator.evaluations - before
     return cmp
 
 
