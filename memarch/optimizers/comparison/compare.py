@@ -199,9 +199,12 @@ def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strat
 
         raise MemarchError("workers > 1 runs LM-free studies side by side; with an LM, run one at a time")
 
+    # One prefetch for every run (the runs' own are off): the runs read the same texts.
+    run_settings = settings.replace(prefetch=False)
+
     def run_one(job: tuple[str, int], progress: Callable | None) -> CompileReport:
         strat, seed = job
-        opt = MemarchOptimizer(evaluator, settings.replace(strategy=strat, seed=seed, study_name=names[job]),
+        opt = MemarchOptimizer(evaluator, run_settings.replace(strategy=strat, seed=seed, study_name=names[job]),
                                lm=lm, meta_lm=meta_lm, on_trial=progress,
                                tracker=tracker_factory() if tracker_factory else None)
         before = evaluator.evaluations
@@ -213,7 +216,13 @@ def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strat
 
     jobs = list(names)
     runs: dict[str, list[CompileReport]] = {}
-    for (strat, _), report in zip(jobs, run_jobs(jobs, run_one, workers=workers, on_trial=on_trial)):
+    prefetch = evaluator.prefetch([trainset, valset, testset]) if settings.prefetch else None
+    try:
+        reports = run_jobs(jobs, run_one, workers=workers, on_trial=on_trial)
+    finally:
+        if prefetch is not None:
+            prefetch.stop()
+    for (strat, _), report in zip(jobs, reports):
         runs.setdefault(strat, []).append(report)
     best = max(r.curve[-1] for reports in runs.values() for r in reports)
     metric = next((r.metric for reports in runs.values() for r in reports if r.metric), "")

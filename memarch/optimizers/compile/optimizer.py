@@ -82,6 +82,14 @@ class MemarchOptimizer:
                 testset: Any = "test") -> Any:
         """Search on ``trainset``, choose on ``valset``, report on ``testset``; returns a new program."""
         started = time.perf_counter()
+        prefetch = self.evaluator.prefetch([trainset, valset, testset]) if self.settings.prefetch else None
+        try:
+            return self._compile(student, started, trainset, valset, testset)
+        finally:
+            if prefetch is not None:
+                prefetch.stop()
+
+    def _compile(self, student: Any, started: float, trainset: Any, valset: Any, testset: Any) -> Any:
         space, start = self._space(student)
         param_space = self.param_space(space)
         sampler = make_sampler(self.settings.strategy, param_space, seed=self.settings.seed, k=self.settings.k,

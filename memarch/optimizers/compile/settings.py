@@ -50,6 +50,8 @@ class SearchSettings(Settings):
         prompt_examples, prompt_budget: questions per split inside that optimizer, and its budget.
         log_model: with a tracker, log the compiled program as an MLflow model of the parent run.
         register: also register that model under this name in the MLflow model registry.
+        prefetch: embed, in a background process on the idle core, the texts the search, the
+            runoff and the test will embed (`Evaluator.prefetch`).
     """
 
     strategy: str = "guided"
@@ -71,6 +73,7 @@ class SearchSettings(Settings):
     prompt_budget: int = 60
     log_model: bool = True
     register: str | None = None
+    prefetch: bool = True
 
     what: ClassVar[str] = "search setting"
 

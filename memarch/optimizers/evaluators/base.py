@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from memarch.benchmarks.evaluation.settings import EvaluationSettings
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.evaluation_record import EvaluationRecord
+    from memarch.pipeline.prefetch import Prefetch
     from memarch.pipeline.trial import TrialResult
 
 class Evaluator(abc.ABC):
@@ -30,7 +31,7 @@ class Evaluator(abc.ABC):
 
     Members (each with a default here): ``family``, ``metric``, ``benchmark``, ``limit``,
     ``settings``, ``memory_budget``, ``evaluations``, ``opt_in_modules``, `supports_instances`,
-    `program_settings`, `evaluation_record`.
+    `program_settings`, `evaluation_record`, `prefetch`.
     """
 
     @abc.abstractmethod
@@ -94,6 +95,11 @@ class Evaluator(abc.ABC):
 
     def evaluation_record(self, scores: dict[str, float | None], metric: str) -> "EvaluationRecord | None":
         """How reported ``scores`` (per split) were measured, for the saved program (None: not known)."""
+        return None
+
+    def prefetch(self, data: "list[Any]") -> "Prefetch | None":
+        """Start embedding, on the idle core, the texts evaluating on ``data`` (split names) will
+        embed; the running `Prefetch` (its ``stop()`` ends it) or None when there is nothing to do."""
         return None
 
 

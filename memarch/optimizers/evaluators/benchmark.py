@@ -109,6 +109,24 @@ class BenchmarkEvaluator(Evaluator):
             knobs={**getattr(self._benchmark, "knobs", {}), **self.knobs}, split=split_settings(self._benchmark),
             limit=self._limit, scores=dict(scores))
 
+    def prefetch(self, data: list[Any]) -> Any:
+        """The questions and LM-free encoders' texts of ``data``'s splits, worked out and embedded
+        by a background process into this evaluator's embedding cache (`memarch.pipeline.prefetch`,
+        `prefetch_job`); None for a fast embedder, an embedder without a disk cache, or an agent
+        benchmark."""
+        from memarch.benchmarks.base import TaskBenchmark
+        from memarch.pipeline.prefetch import FAST, Prefetch
+
+        embedder = self.resources.embedder
+        splits = [d for d in data if isinstance(d, str)]
+        if embedder.model in FAST or embedder.cache is None or isinstance(self._benchmark, TaskBenchmark) \
+                or not splits:
+            return None
+        job = {"model": embedder.model, "record": self.evaluation_record({}, self.metric).to_dict(),
+               "splits": splits, "limit": self._limit}
+        return Prefetch.start(job, module="memarch.optimizers.evaluators.prefetch_job",
+                              cache_dir=embedder.cache.path.parent)
+
     def supports_instances(self) -> bool:
         """Conversation benchmarks score dialogue by dialogue (a pruner can stop a trial between
         two); agent benchmarks score a collection phase, then tasks, as one."""

@@ -76,6 +76,9 @@ class EvaluatorWrapper(Evaluator):
     def evaluation_record(self, scores: dict[str, float | None], metric: str) -> "EvaluationRecord | None":
         return self.inner.evaluation_record(scores, metric)
 
+    def prefetch(self, data: list[Any]) -> Any:
+        return self.inner.prefetch(data)
+
 
 class CachedEvaluator(EvaluatorWrapper):
     """Memoise a deterministic evaluator per (architecture, data): seeds and strategies of one
