@@ -42,6 +42,9 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--pruner", default="none", metavar="NAME",
                    help="none (default), median, sha, hyperband or wilcoxon: score each trial dialogue by dialogue "
                         "and stop the ones the pruner drops; --budget then counts full evaluations")
+    p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
+                   help="do not embed ahead: by default a background process embeds, on the idle core, the "
+                        "questions and the LM-free encoders' texts of every split before the trials need them")
     p.add_argument("--max-failures", type=int, default=5,
                    help="consecutive failed trials that stop a study (default 5; 0: never)")
     p.add_argument("--context-budget", type=int, default=DEFAULT_CONTEXT_BUDGET,
@@ -310,7 +313,7 @@ def search_settings(args, strategy: str, seed: int, study_name: str | None, *, f
         resume=args.resume, warm_start=args.warm_start, max_failures=args.max_failures, objectives=args.objectives,
         select=args.select, space_mode=args.space, pruner=args.pruner,
         prompt_optimizer=getattr(args, "optimize_prompts", "none"), prompt_examples=getattr(args, "prompt_examples", 20),
-        prompt_budget=getattr(args, "prompt_budget", 60))
+        prompt_budget=getattr(args, "prompt_budget", 60), prefetch=getattr(args, "prefetch", True))
 
 
 def _study_name(args, space, strategy: str, seed: int, several: bool) -> str:
