@@ -30,6 +30,7 @@ BATCH = 256  # texts per forward pass; length-sorted, so a batch pads little
 GROUP = 8 * BATCH  # texts sorted by length together: the order given (soonest needed first) holds across groups
 # Embedders fast enough that computing in the run costs less than the process that would prefetch.
 FAST = ("hash", "all-MiniLM-L6-v2-static")
+PARENT = "MEMARCH_PREFETCH_PARENT"  # the run's pid: the process stops when the run is gone (even by kill -9)
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Prefetch:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(job, fh)
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-               "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+               "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", PARENT: str(os.getpid())}
         if cache_dir is not None:
             env["MEMARCH_CACHE_DIR"] = str(cache_dir)
         process = subprocess.Popen([sys.executable, "-m", module, name], env=env, stdout=subprocess.DEVNULL,
@@ -87,7 +88,8 @@ class Prefetch:
 
 def embed_texts(model: str, texts: list[str]) -> int:
     """``texts`` in their order, group by group, each group in length-sorted batches (the cache
-    skips those already there); the number embedded."""
+    skips those already there); the number embedded. Started by `Prefetch`, it stops between two
+    batches once the run that started it is gone (each batch is one committed cache transaction)."""
     from memarch.pipeline.embed import Embedder
 
     embedder = Embedder(model)
@@ -95,8 +97,17 @@ def embed_texts(model: str, texts: list[str]) -> int:
     for g in range(0, len(texts), GROUP):
         group = sorted(texts[g:g + GROUP], key=len)
         for i in range(0, len(group), BATCH):
+            if orphaned():
+                logger.info("prefetch: the run is gone, stopping")
+                return embedder.computed
             embedder.embed(group[i:i + BATCH])
     return embedder.computed
+
+
+def orphaned() -> bool:
+    """True when this process was started by `Prefetch` and that run has ended (its parent changed)."""
+    parent = os.environ.get(PARENT)
+    return parent is not None and os.getppid() != int(parent)
 
 
 def read_job(path: str | os.PathLike) -> dict:

@@ -79,3 +79,18 @@ def test_nothing_starts_for_a_fast_embedder_or_without_texts(tiny, hash_resource
     assert Prefetch.start({"model": "all-MiniLM-L6-v2", "texts": []}) is None
     assert BenchmarkEvaluator(tiny, resources=hash_resources).prefetch(["search"]) is None
     assert embed_texts("hash", ["a", "b", "a"]) == 2
+
+
+def test_the_prefetch_stops_once_the_run_that_started_it_is_gone(monkeypatch, tmp_path):
+    """Its parent changed (the run ended, even by kill -9, and the process was re-parented): it embeds
+    nothing more; while the run lives it embeds everything (tests/optimizers/compile/test_killed_compile.py
+    kills a real compile)."""
+    import os
+
+    from memarch.pipeline.prefetch import PARENT
+
+    monkeypatch.setenv("MEMARCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(PARENT, str(os.getppid() + 1_000_000))  # not our parent: the run is gone
+    assert embed_texts("hash", ["a", "b"]) == 0
+    monkeypatch.setenv(PARENT, str(os.getppid()))
+    assert embed_texts("hash", ["a", "b"]) == 2
