@@ -154,23 +154,24 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.requested += len(texts)
-        keys = [self._key(t) for t in texts]
-        found: dict[str, np.ndarray] = {k: self._memo[k] for k in keys if k in self._memo}
-        missing = [k for k in dict.fromkeys(keys) if k not in found]
-        if missing and self.cache is not None:
-            for k, raw in self.cache.get_many(missing).items():
-                found[k] = np.frombuffer(raw, dtype=np.float32)
-        todo = {k: t for k, t in zip(keys, texts) if k not in found}
-        if todo:
-            vecs = self._compute(list(todo.values()))
-            new = {k: v for k, v in zip(todo.keys(), vecs)}
-            found.update(new)
-            self.computed += len(new)
+        memo = self._memo  # by text: a hit costs no hashing (the disk cache is keyed by model and text)
+        missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        if missing:
+            keys = {t: self._key(t) for t in missing}
+            found: dict[str, np.ndarray] = {}
             if self.cache is not None:
-                self.cache.set_many({k: v.astype(np.float32).tobytes() for k, v in new.items()})
-        for k in keys:
-            self._memo[k] = found[k]
-        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+                raw = self.cache.get_many(keys.values())
+                found = {t: np.frombuffer(raw[k], dtype=np.float32) for t, k in keys.items() if k in raw}
+            todo = [t for t in missing if t not in found]
+            if todo:
+                vecs = self._compute(todo)
+                new = dict(zip(todo, vecs))
+                found.update(new)
+                self.computed += len(new)
+                if self.cache is not None:
+                    self.cache.set_many({keys[t]: v.astype(np.float32).tobytes() for t, v in new.items()})
+            memo.update(found)
+        return np.stack([memo[t] for t in texts]).astype(np.float32, copy=False)
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]

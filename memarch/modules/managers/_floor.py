@@ -12,6 +12,7 @@ import numpy as np
 
 from memarch.modules.managers._budget import active_words, prune_lowest, replace_with
 from memarch.modules.managers._content import may_absorb, same_content
+from memarch.modules.managers._keys import same_key_items
 from memarch.modules.managers._signatures import signature_index
 from memarch.modules.managers._conflicts import (
     keys_compatible, newer_or_equal, opposite_outcomes, same_key, signature,
@@ -212,7 +213,7 @@ class FloorManager(Manager):
 
     def _upsert(self, item: MemoryItem, store: Store, ns: str, pending: list[MemoryItem]) -> bool:
         """Upsert by key: a newer (or equally new) value supersedes; an older one is superseded."""
-        olds = [it for it in store.list(ns) if same_key(it, item)]
+        olds = same_key_items(store, ns, item)  # == [it for it in store.list(ns) if same_key(it, item)]
         olds += [p for p in pending if p.active and same_key(p, item)]
         for old in olds:
             if newer_or_equal(item, old):

@@ -16,8 +16,10 @@ at the newest dated item of the namespace (questions come after the conversation
 from __future__ import annotations
 
 import calendar
+import functools
 import datetime as dt
 import re
+import weakref
 from typing import Any, Callable
 
 from memarch.modules.retrievers._eligibility import eligible
@@ -84,8 +86,13 @@ def period_of(found: Any) -> tuple[dt.date, dt.date]:
 def item_date(item: MemoryItem) -> dt.date | None:
     if not item.event_time:
         return None
+    return _date(str(item.event_time)[:10])
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _date(text: str) -> dt.date | None:  # a few hundred distinct dates, read per item per question
     try:
-        return dt.date.fromisoformat(str(item.event_time)[:10])
+        return dt.date.fromisoformat(text)
     except ValueError:
         return None
 
@@ -97,22 +104,47 @@ def has_event_date(item: MemoryItem) -> bool:
 
 
 class _NamespaceFacts:
-    """Per (store, namespace, version): the newest item date and the entity index name -> item ids."""
+    """Per (store, namespace, version): the newest item date and the entity index name -> item ids.
+    ``known``: (date, names) per item id from an earlier version, for the items no write touched since."""
 
-    def __init__(self, items: list[MemoryItem]):
-        dates = [d for d in (item_date(it) for it in items) if d is not None]
-        self.newest = max(dates) if dates else None
+    def __init__(self, items: list[MemoryItem], known: dict[str, tuple[Any, list[str]]] | None = None):
+        known = {} if known is None else known
+        dates = []
         self.names: dict[str, set[str]] = {}
         for it in items:
-            for name in entity_names(it):
+            entry = known.get(it.id)
+            if entry is None:
+                entry = known[it.id] = (item_date(it), entity_names(it))
+            if entry[0] is not None:
+                dates.append(entry[0])
+            for name in entry[1]:
                 self.names.setdefault(name, set()).add(it.id)
+        self.newest = max(dates) if dates else None
 
 
 _FACTS = VersionedCache()
+# Per store and namespace: (version, (date, names) per item id) — an item's entry stays valid until a
+# write touches it (the store's journal says which), so a new version re-reads only those.
+_KNOWN: "weakref.WeakKeyDictionary[Any, dict[str, tuple[int, dict]]]" = weakref.WeakKeyDictionary()
 
 
 def namespace_facts(store: Any, namespace: str) -> _NamespaceFacts:
-    return _FACTS.get(store, namespace, lambda: _NamespaceFacts([it for it in store.list(namespace) if it.active]))
+    return _FACTS.get(store, namespace, lambda: _build_facts(store, namespace))
+
+
+def _build_facts(store: Any, namespace: str) -> _NamespaceFacts:
+    per_store = _KNOWN.setdefault(store, {})
+    version = store.version(namespace)
+    last = per_store.get(namespace)
+    known: dict[str, tuple[Any, list[str]]] = {}
+    if last is not None:
+        touched = store.changes_since(namespace, last[0])
+        if touched is not None:
+            known = last[1]
+            for iid in touched:
+                known.pop(iid, None)
+    per_store[namespace] = (version, known)
+    return _NamespaceFacts([it for it in store.list(namespace) if it.active], known)
 
 
 def entity_names(item: MemoryItem) -> list[str]:

@@ -22,6 +22,7 @@ and count built on it) by the number of packers. Measured on LoCoMo (docs/retrie
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -93,7 +94,17 @@ def pack_context(query: Query, ranked: list[ScoredItem], *, top_k: int, context_
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s for s in (p.strip() for p in SENTENCE_BREAK.split(text)) if s]
+    return list(_sentences(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _sentences(text: str) -> tuple[str, ...]:  # the same candidates are split read after read
+    return tuple(s for s in (p.strip() for p in SENTENCE_BREAK.split(text)) if s)
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text))
 
 
 def pack_sentences(query: Query, ranked: list[ScoredItem], *, context_budget: int | None, embedder: Any = None,
@@ -110,7 +121,7 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, context_budget: in
         r = pack_sentences(Query("when did Ann move?"), ranked, context_budget=200, embedder=embedder)
         r.items[0].trace["sentences"]       # indices of the item's sentences in the context
     """
-    split = [split_sentences(scored.item.text) for scored in ranked]
+    split = [_sentences(scored.item.text) for scored in ranked]
     cands = [(r, j, s) for r, sentences in enumerate(split) for j, s in enumerate(sentences)]
     scores = _sentence_scores(query, cands, embedder, rank_weight=rank_weight, dense_weight=dense_weight,
                               lexical_weight=lexical_weight)
@@ -140,7 +151,7 @@ def _lexical_overlaps(query: Query, texts: list[str]) -> list[float]:
     """The idf-weighted overlap of each text's terms with the query's (idf over ``texts``),
     damped by the text's length."""
     q_terms = set(tokenize(query.text))
-    terms = [set(tokenize(s)) for s in texts]
+    terms = [_term_set(s) for s in texts]
     df = Counter(w for ws in terms for w in ws)
     n = max(len(texts), 1)
     return [sum(math.log(1 + n / df[w]) for w in ws & q_terms) / (1 + math.log(1 + len(ws))) for ws in terms]

@@ -119,7 +119,23 @@ class DenseIndex:
         return self.index.reconstruct_batch(np.asarray([self.to_int[i] for i in item_ids], dtype=np.int64))
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self.search_many(np.asarray(vector, dtype=np.float32).reshape(1, -1), k)[0]
+        scores, ints = self.hits(vector, k)
+        to_item = self.to_item
+        return [(to_item[n], s) for s, n in zip(scores, ints) if n >= 0]
+
+    def hits(self, vector: np.ndarray, k: int) -> tuple[list[float], list[int]]:
+        """`search` of one vector before the ids are looked up: the scores and the index's integer
+        ids (-1 past the end), best first — what a filtered search walks until enough survive."""
+        k = min(int(k), len(self))
+        if k <= 0:
+            return [], []
+        x = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
+        if x.shape[1] != self.dim:  # the wrapper's check: the C call would read past the vector
+            raise ValueError(f"a {x.shape[1]}-dimensional query for a {self.dim}-dimensional index")
+        scores, ints = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
+        # FAISS's own search without its Python wrapper's checks (one call per read adds up)
+        self.index.search_c(1, faiss.swig_ptr(x), k, faiss.swig_ptr(scores), faiss.swig_ptr(ints), None)
+        return scores[0].tolist(), ints[0].tolist()
 
     def search_many(self, vectors: np.ndarray, k: int, *, nprobe: int | None = None) -> list[list[tuple[str, float]]]:
         """Top-``k`` per row; ``nprobe`` overrides the IVF lists visited (ignored while exact)."""

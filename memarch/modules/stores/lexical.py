@@ -3,6 +3,7 @@ that a write appends to (and a delete masks), weighted at query time, so a read 
 the new item's postings instead of a rebuild."""
 from __future__ import annotations
 
+import functools
 import math
 import re
 import weakref
@@ -24,8 +25,15 @@ STOPWORDS = frozenset(
 
 
 def tokenize(text: str) -> list[str]:
-    """Lowercase alphanumeric runs minus stopwords."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    """Lowercase alphanumeric runs minus stopwords (a new list: the caller may change it)."""
+    return list(_tokens(text))
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _tokens(text: str) -> tuple[str, ...]:
+    # The same texts are tokenised by every trial of a search (items, their sentences, questions):
+    # once per process, up to 131,072 distinct texts (~40 MB on LoCoMo-sized texts).
+    return tuple(w for w in _WORD.findall(text.lower()) if w not in STOPWORDS)
 
 
 class BM25Index:
@@ -64,6 +72,7 @@ class BM25Index:
         self._total = 0  # tokens in live documents (an integer: order-free, so exact)
         self._floor: tuple[int, float] | None = None  # (change count, idf floor)
         self._changes = 0
+        self._idf_memo: tuple[int, dict[int, float]] = (-1, {})
         self.add_many([list(doc) for doc in corpus or []])
 
     @property
@@ -167,6 +176,16 @@ class BM25Index:
         idf = self._idf_of(int(self._df[term]))
         return self._idf_floor() if idf < 0 else idf
 
+    def term_idf(self, term: int) -> float:
+        """`_idf`, remembered until the next change of the documents."""
+        if self._idf_memo[0] != self._changes:
+            self._idf_memo = (self._changes, {})
+        memo = self._idf_memo[1]
+        got = memo.get(term)
+        if got is None:
+            got = memo[term] = self._idf(term)
+        return got
+
     @property
     def idf(self) -> np.ndarray:
         """Idf per term id (terms no live document holds included)."""
@@ -190,7 +209,7 @@ class BM25Index:
             used = self._fill[t]
             docs, tf = self._docs[t][:used], self._tfs[t][:used]
             norm = k1 * (1 - b + b * self._len[docs] / avgdl)
-            out[docs] += self._idf(t) * tf * (k1 + 1) / (tf + norm) * float(mult)
+            out[docs] += self.term_idf(t) * tf * (k1 + 1) / (tf + norm) * float(mult)
         out[~self._alive[:self.slots]] = 0.0
         return out
 
@@ -229,6 +248,7 @@ class LexicalIndex:
         self.ids: list[str] = []  # per slot
         self.texts: list[str] = []  # per slot
         self.slot_of: dict[str, int] = {}
+        self._counts: dict[int, tuple] = {}  # per slot: `_slot_counts`
         self.version = store.version(namespace)
         self._store = weakref.ref(store)
         self.namespace = namespace
@@ -268,6 +288,15 @@ class LexicalIndex:
         self.version = version
         return True
 
+    def _slot_counts(self, slot: int) -> tuple[tuple[tuple[str, int], ...], int]:
+        """(term, frequency) pairs of a slot's text in first-occurrence order, and its length (at
+        least 1); a slot's text never changes, so once per slot."""
+        got = self._counts.get(slot)
+        if got is None:
+            words = _tokens(self.texts[slot])
+            got = self._counts[slot] = (tuple(Counter(words).items()), max(len(words), 1))
+        return got
+
     @property
     def items(self) -> list["MemoryItem"]:
         """The indexed items, in insertion order."""
@@ -293,11 +322,15 @@ class LexicalIndex:
         if not hits or total <= 0 or terms <= 0 or weight <= 0:
             return {t: float(w) for t, w in query.items()}
         mass: Counter = Counter()
+        vocab, idf = self.bm25.vocab, self.bm25.term_idf
         for slot, score in hits:
-            words = tokenize(self.texts[slot])
-            for term, tf in Counter(words).items():
-                if term not in query and term in self.bm25.vocab:
-                    mass[term] += (score / total) * tf / max(len(words), 1) * self.bm25._idf(self.bm25.vocab[term])
+            counts, length = self._slot_counts(slot)
+            share = score / total
+            for term, tf in counts:
+                if term not in query:
+                    t = vocab.get(term)
+                    if t is not None:
+                        mass[term] += share * tf / length * idf(t)
         best = mass.most_common(terms)
         top = best[0][1] if best else 1.0
         out = {t: float(w) for t, w in query.items()}

@@ -175,12 +175,21 @@ class VectorStore(Store):
                          where: Where | None, exclude: Callable[[MemoryItem], bool] | None
                          ) -> list[tuple[MemoryItem, float]]:
         fetch = max(2 * k, k + 32)
+        kept: dict[str, bool] = {}  # the filter's verdicts: a longer fetch does not ask again
         while True:
             out: list[tuple[MemoryItem, float]] = []
-            for i, s in index.search(vector, fetch):  # best first: stop at the k-th survivor
-                it = recs[i]
-                if (exclude is None or not exclude(it)) and (not where or matches(it, where)):
-                    out.append((it, s))
+            scores, ints = index.hits(vector, fetch)
+            to_item = index.to_item
+            for s, n in zip(scores, ints):  # best first: stop at the k-th survivor
+                if n < 0:
+                    break
+                i = to_item[n]
+                ok = kept.get(i)
+                if ok is None:
+                    it = recs[i]
+                    ok = kept[i] = (exclude is None or not exclude(it)) and (not where or matches(it, where))
+                if ok:
+                    out.append((recs[i], s))
                     if len(out) == k:
                         return out
             if fetch >= len(index):
