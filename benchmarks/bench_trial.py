@@ -4,6 +4,8 @@ caches on disk filled, fresh in-memory state), printing both times and the ratio
     .venv/bin/python benchmarks/bench_trial.py --data ../shared/data/locomo
 
 Targets (issue 4, item 8): warm < 20 s on 2 cores, and >= 5x faster than cold; issue 20: warm <= 1 s.
+"warm in-process" runs the trials as a search does, one `Resources` (the embedder's and encoders'
+in-memory memos) shared by all of them, each with a fresh memory (issue 35: <= 1 s).
 ``--profile N`` profiles one more warm trial (cProfile) and prints where its time goes: the
 trial's stages (write, read, the deeper gold-rank reads of the diagnosis, retrieval scoring) and the
 N functions with the most own time. ``--cache-dir DIR`` reuses filled caches (no cold run cost).
@@ -19,13 +21,15 @@ import tempfile
 import time
 
 
-def trial(arch, bench, cache_dir: str, budget: int, embedder_model: str):
+def trial(arch, bench, cache_dir: str, budget: int, embedder_model: str, resources=None):
     from memarch.pipeline.embed import Embedder
     from memarch.benchmarks.evaluation.evaluate import evaluate
     from memarch.pipeline.resources import Resources
 
-    # A new Embedder per trial: no in-memory memo survives, only the disk caches.
-    resources = Resources(embedder=Embedder(embedder_model, cache_dir=cache_dir), cache_dir=cache_dir)
+    # By default a new Embedder per trial: no in-memory memo survives, only the disk caches.
+    # ``resources`` given: the one a search shares between its trials (its memos kept).
+    if resources is None:
+        resources = Resources(embedder=Embedder(embedder_model, cache_dir=cache_dir), cache_dir=cache_dir)
     t0 = time.perf_counter()
     result = evaluate(arch, bench, split="all", resources=resources, context_budget=budget)
     return time.perf_counter() - t0, result
@@ -88,6 +92,20 @@ def _measure(args, arch, bench, cache_dir: str, load_s: float) -> int:
         print(f"warm: {warm_s:7.2f} s  objective {warm.score:.4f} ({'same' if same else 'DIFFERENT'})  "
               f"embeddings computed {int(warm.cost['embeddings_computed'])}  "
               f"(write {warm.cost['write_s']:.2f} s, read {warm.cost['read_s']:.2f} s)")
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.resources import Resources
+
+    # In-process, as a search runs its trials: one Resources for all of them (the embedder's and the
+    # encoders' in-memory memos kept), a fresh memory per trial.
+    shared = Resources(embedder=Embedder(args.embedder, cache_dir=cache_dir), cache_dir=cache_dir)
+    trial(arch, bench, cache_dir, args.budget, args.embedder, shared)
+    in_process = []
+    for i in range(args.warm_runs):
+        s_, r_ = trial(arch, bench, cache_dir, args.budget, args.embedder, shared)
+        in_process.append(s_)
+        print(f"warm in-process: {s_:7.2f} s  objective {r_.score:.4f} "
+              f"({'same' if abs(r_.score - cold.score) < 1e-9 else 'DIFFERENT'})  "
+              f"(write {r_.cost['write_s']:.2f} s, read {r_.cost['read_s']:.2f} s)")
     if args.profile:
         _profile(args, arch, bench, cache_dir)
     best = min(warm_times)
@@ -95,7 +113,9 @@ def _measure(args, arch, bench, cache_dir: str, load_s: float) -> int:
     ok = best < 20 and ratio >= 5
     print(f"warm best {best:.2f} s (< 20 s: {'yes' if best < 20 else 'NO'}); cold/warm = {ratio:.1f}x "
           f"(>= 5x: {'yes' if ratio >= 5 else 'NO'})")
+    print(f"warm in-process best {min(in_process):.2f} s (goal <= 1 s: {'yes' if min(in_process) <= 1 else 'NO'})")
     print(json.dumps({"cold_s": round(cold_s, 3), "warm_s": round(best, 3), "ratio": round(ratio, 2),
+                      "warm_in_process_s": round(min(in_process), 3),
                       "objective": cold.score, "per_category": cold.per_category}))
     return 0 if ok else 1
 

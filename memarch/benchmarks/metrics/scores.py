@@ -11,6 +11,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -35,7 +36,14 @@ def normalize_answer(text: object) -> str:
 
 
 def answer_tokens(text: object) -> list[str]:
+    if isinstance(text, str) and len(text) <= 200:  # gold answers repeat trial after trial: memoised (a new list)
+        return list(_answer_tokens(text))
     return normalize_answer(text).split()
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _answer_tokens(text: str) -> tuple[str, ...]:
+    return tuple(normalize_answer(text).split())
 
 
 def token_f1(prediction: object, gold: object) -> float:

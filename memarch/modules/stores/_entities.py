@@ -2,6 +2,7 @@
 quoted strings, and the most frequent content words after stopword removal."""
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
@@ -56,6 +57,17 @@ def extract_entities(text: str, *, max_terms: int = 3) -> list[str]:
         extract_entities('Caroline moved to Paris on 8 May 2023 and said "never again".')
         # ['8 may 2023', 'never again', 'caroline', 'paris', 'moved']
     """
+    return list(_cached_entities(text, max_terms))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _cached_entities(text: str, max_terms: int) -> tuple[str, ...]:
+    # Every architecture with a graph store links the same texts: extracted once per process.
+    return tuple(_extract_entities(text, max_terms=max_terms))
+
+
+def _extract_entities(text: str, *, max_terms: int = 3) -> list[str]:
+    """Uncached `extract_entities`."""
     found: list[str] = []
 
     def keep(name: str) -> None:

@@ -62,6 +62,9 @@ class Store(dspy.Module):
     # subclass inherits the parts but not this, so one that keeps state of its own gets no digest
     # (nothing is shared on its account) until it adds its part and says so.
     _digest_covers_state: ClassVar[bool] = True
+    # A store is never called as a module (it has no `forward`), so its attributes skip dspy.Module's
+    # Python-level `__getattribute__` (a check of direct `forward` calls): millions of lookups a trial.
+    __getattribute__ = object.__getattribute__
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__()
@@ -182,6 +185,8 @@ class Store(dspy.Module):
     def list(self, namespace: str = "default", *, include_deleted: bool = False,
              where: Where | None = None) -> list[MemoryItem]:
         recs = self._records.get(namespace, {})
+        if not where:  # the common case, without a call per item
+            return list(recs.values()) if include_deleted else [it for it in recs.values() if it.active]
         return [it for it in recs.values() if (include_deleted or it.active) and matches(it, where)]
 
     def tombstones(self, namespace: str = "default") -> list[MemoryItem]:
@@ -218,7 +223,7 @@ class Store(dspy.Module):
         out = []
         for iid, score in self._dense_rows(namespace).ranked(vector):
             it = recs[iid]
-            if (exclude is not None and exclude(it)) or not matches(it, where):
+            if (exclude is not None and exclude(it)) or (where and not matches(it, where)):
                 continue
             out.append((it, score))
             if len(out) >= k:
