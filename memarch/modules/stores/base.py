@@ -47,6 +47,22 @@ def matches(item: MemoryItem, where: Where | None) -> bool:
     return True
 
 
+def _where_key(where: Where | None) -> tuple | None:
+    """A hashable form of a filter of plain values; None when empty or holding a callable."""
+    if not where:
+        return None
+    key = []
+    for name, want in where.items():
+        if callable(want):
+            return None
+        if isinstance(want, (list, tuple, set, frozenset)):
+            want = ("any of", type(want).__name__, tuple(sorted(map(repr, want))))
+        elif not isinstance(want, (str, int, float, bool, type(None))):
+            return None
+        key.append((name, want))
+    return tuple(key)
+
+
 def _record_state(item: MemoryItem, actors: Mapping[str, str]) -> tuple:
     """One record as plain values: everything a read may look at, usage and lineage included."""
     lineage = [(e.action, actors.get(e.actor, e.actor), e.reason, e.related, e.at, e.data) for e in item.lineage]
@@ -76,6 +92,7 @@ class Store(dspy.Module):
         self._positions: dict[str, dict[str, int]] = {}
         self._journal = ChangeJournal()
         self._dense_cache: dict[str, DenseRows] = {}
+        self._where_cache: dict[str, dict[tuple, tuple[int, set[str]]]] = {}  # `matching_ids`
 
     # -- index hooks (override in subclasses) ----------------------------------------------------
     def _index_add(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray | None) -> None:
@@ -212,6 +229,33 @@ class Store(dspy.Module):
             rows = self._dense_cache[namespace] = DenseRows.build(self, namespace)
         return rows
 
+    def matching_ids(self, namespace: str, where: Where | None) -> set[str] | None:
+        """Ids of the records (inactive ones too) that ``where`` accepts — ``matches`` of each —
+        kept per filter and caught up from the journal; None for no filter or one with a callable
+        (not a cache key). A filtered search then asks a set instead of calling ``matches`` per hit:
+        a selective filter (``{"outcome": "success"}`` on a conversation) walks the whole index."""
+        key = _where_key(where)
+        if key is None:
+            return None
+        cache = self._where_cache.setdefault(namespace, {})
+        version, recs = self.version(namespace), self._records.get(namespace, {})
+        got = cache.get(key)
+        if got is not None and got[0] == version:
+            return got[1]
+        touched = self.changes_since(namespace, got[0]) if got is not None else None
+        if touched is None:
+            ids = {iid for iid, it in recs.items() if matches(it, where)}
+        else:
+            ids = got[1]
+            for iid in touched:
+                it = recs.get(iid)
+                if it is not None and matches(it, where):
+                    ids.add(iid)
+                else:
+                    ids.discard(iid)
+        cache[key] = (version, ids)
+        return ids
+
     def search(self, vector: np.ndarray, k: int, namespace: str = "default", *,
                where: Where | None = None, exclude: Callable[[MemoryItem], bool] | None = None
                ) -> list[tuple[MemoryItem, float]]:
@@ -220,10 +264,18 @@ class Store(dspy.Module):
         if k <= 0 or not self._records.get(namespace):
             return []
         recs = self._records[namespace]
+        allowed = self.matching_ids(namespace, where) if where else None
+        if allowed is not None and not allowed:
+            return []
         out = []
         for iid, score in self._dense_rows(namespace).ranked(vector):
+            if allowed is not None:
+                if iid not in allowed:
+                    continue
+            elif where and not matches(recs[iid], where):
+                continue
             it = recs[iid]
-            if (exclude is not None and exclude(it)) or (where and not matches(it, where)):
+            if exclude is not None and exclude(it):
                 continue
             out.append((it, score))
             if len(out) >= k:
@@ -281,6 +333,7 @@ class Store(dspy.Module):
             self._bump(ns)
             self._journal.reset(ns, self.version(ns))
         self._dense_cache.clear()
+        self._where_cache.clear()
         self._load_extra(state.get("extra", {}), directory or Path("."))
 
     @classmethod

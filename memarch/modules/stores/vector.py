@@ -168,12 +168,15 @@ class VectorStore(Store):
         recs = self._records[namespace]
         if not where and exclude is None:
             return [(recs[i], s) for i, s in index.search(vector, k)]
-        return self._filtered_search(index, recs, vector, k, where, exclude)
+        allowed = self.matching_ids(namespace, where) if where else None
+        if allowed is not None and not allowed:
+            return []
+        return self._filtered_search(index, recs, vector, k, where, exclude, allowed)
 
     @staticmethod
     def _filtered_search(index: DenseIndex, recs: dict[str, MemoryItem], vector: np.ndarray, k: int,
-                         where: Where | None, exclude: Callable[[MemoryItem], bool] | None
-                         ) -> list[tuple[MemoryItem, float]]:
+                         where: Where | None, exclude: Callable[[MemoryItem], bool] | None,
+                         allowed: set[str] | None = None) -> list[tuple[MemoryItem, float]]:
         fetch = max(2 * k, k + 32)
         kept: dict[str, bool] = {}  # the filter's verdicts: a longer fetch does not ask again
         while True:
@@ -187,7 +190,11 @@ class VectorStore(Store):
                 ok = kept.get(i)
                 if ok is None:
                     it = recs[i]
-                    ok = kept[i] = (exclude is None or not exclude(it)) and (not where or matches(it, where))
+                    if allowed is not None:  # `matches`, as the store's cached set of ids says
+                        ok = i in allowed and (exclude is None or not exclude(it))
+                    else:
+                        ok = (exclude is None or not exclude(it)) and (not where or matches(it, where))
+                    kept[i] = ok
                 if ok:
                     out.append((recs[i], s))
                     if len(out) == k:
