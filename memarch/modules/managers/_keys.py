@@ -5,40 +5,29 @@ from __future__ import annotations
 
 import weakref
 
+from memarch.modules.managers._journal_index import JournalIndex
 from memarch.modules.stores.base import Store
 from memarch.pipeline.items import MemoryItem
 
 
-class _KeyIndex:
+class _KeyIndex(JournalIndex):
     def __init__(self, store: Store, namespace: str):
-        self.version = store.version(namespace)
         self.key_of: dict[str, tuple[str, str]] = {}  # id -> (key, kind)
         self.ids: dict[tuple[str, str], list[str]] = {}  # (key, kind) -> ids in the store's order
-        for item in store.list(namespace):
-            if item.key is not None:
-                self.key_of[item.id] = k = (item.key, item.kind)
-                self.ids.setdefault(k, []).append(item.id)
+        super().__init__(store, namespace)
 
-    def sync(self, store: Store, namespace: str) -> bool:
-        """Catch up with the writes since the last sync; False when the journal cannot say (rebuild)."""
-        version = store.version(namespace)
-        if version == self.version:
-            return True
-        touched = store.changes_since(namespace, self.version)
-        if touched is None:
-            return False
-        for iid in touched:
-            old = self.key_of.pop(iid, None)
-            if old is not None:
-                self.ids[old].remove(iid)
-            item = store.get(iid, namespace)  # active only
-            if item is not None and item.key is not None:
-                self.key_of[iid] = k = (item.key, item.kind)
-                ids = self.ids.setdefault(k, [])
-                ids.append(iid)
-                ids.sort(key=lambda i: store.position(i, namespace))
-        self.version = version
-        return True
+    def _put(self, item: MemoryItem, store: Store) -> None:
+        if item.key is not None:
+            self.key_of[item.id] = k = (item.key, item.kind)
+            ids = self.ids.setdefault(k, [])
+            ids.append(item.id)
+            if len(ids) > 1:  # a touched item comes back at its place in the store's order
+                ids.sort(key=lambda i: store.position(i, self.namespace))
+
+    def _drop(self, item_id: str) -> None:
+        old = self.key_of.pop(item_id, None)
+        if old is not None:
+            self.ids[old].remove(item_id)
 
 
 _INDEXES: "weakref.WeakKeyDictionary[Store, dict[str, _KeyIndex]]" = weakref.WeakKeyDictionary()

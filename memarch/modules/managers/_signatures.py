@@ -6,13 +6,14 @@ import weakref
 from typing import TYPE_CHECKING
 
 from memarch.modules.managers._conflicts import signature
+from memarch.modules.managers._journal_index import JournalIndex
 
 if TYPE_CHECKING:
     from memarch.modules.stores.base import Store
     from memarch.pipeline.items import MemoryItem
 
 
-class SignatureIndex:
+class SignatureIndex(JournalIndex):
     """``signature -> active item`` for one namespace, the latest inserted winning a tie (what
     ``{signature(it): it for it in store.list(ns)}`` gives), updated from the ids each write touched.
 
@@ -27,14 +28,11 @@ class SignatureIndex:
     """
 
     def __init__(self, store: "Store", namespace: str):
-        self.namespace = namespace
-        self.version = store.version(namespace)
         self._sig_of: dict[str, str] = {}
         self._ids_of: dict[str, set[str]] = {}
-        for item in store.list(namespace):
-            self._put(item)
+        super().__init__(store, namespace)
 
-    def _put(self, item: "MemoryItem") -> None:
+    def _put(self, item: "MemoryItem", store: "Store") -> None:
         sig = signature(item)
         self._sig_of[item.id] = sig
         self._ids_of.setdefault(sig, set()).add(item.id)
@@ -46,23 +44,6 @@ class SignatureIndex:
             ids.discard(item_id)
             if not ids:
                 del self._ids_of[sig]
-
-    def sync(self, store: "Store", namespace: str) -> bool:
-        """Catch up with the writes since ``self.version``; False when the journal cannot say
-        which items changed (the caller rebuilds)."""
-        version = store.version(namespace)
-        if version == self.version:
-            return True
-        touched = store.changes_since(namespace, self.version)
-        if touched is None:
-            return False
-        for item_id in touched:
-            self._drop(item_id)
-            item = store.get(item_id, namespace)  # None when no longer active
-            if item is not None:
-                self._put(item)
-        self.version = version
-        return True
 
     def get(self, sig: str, store: "Store") -> "MemoryItem | None":
         """The active item with signature ``sig`` (the latest inserted among equals), or None."""
