@@ -11,7 +11,7 @@ HELP = "compare search strategies (guided, random, tpe, nsga2, gp, qmc, ...) at 
 
 
 def add_arguments(p) -> None:
-    from memarch.cli.compile import add_search_arguments
+    from memarch.cli._search_arguments import add_search_arguments
 
     add_search_arguments(p, default_budget=12)
     p.add_argument("--target", type=float, default=None,

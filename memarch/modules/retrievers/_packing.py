@@ -24,23 +24,21 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections import Counter
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from memarch.modules.retrievers._eligibility import eligible as is_eligible
-from memarch.modules.stores import VersionedCache
+from memarch.modules.retrievers._line_order import item_lines, reorder_lines
+from memarch.modules.retrievers._packing_window import pack_window
 from memarch.modules.stores.lexical import tokenize
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.knobs import Knob
 from memarch.pipeline.retrieval import (LEAD, SENTENCE_BREAK, Retrieval, ScoredItem, count_words, dates_itself,
-                                        format_item, item_header, pack, truncate_words)
+                                        item_header, pack)
 
 PACKERS = ("items", "sentences", "window")
-ORDERS = ("rank", "time")
 PACKING = (
     Knob("pack", "int", 0, 2, default=0,
          description="pack: how ranked items become the context (0 items whole, 1 best sentences, "
@@ -61,8 +59,6 @@ PACKING = (
     Knob("pack_order", "int", 0, 1, default=0,
          description="pack: order of the context's lines (0 rank, 1 time: by date, then rank)", group="pack"),
 )
-_NUMBER = re.compile(r"\d+")
-_MIN_CUT = 8  # words: an item that does not fit whole is cut only if this many remain (as `pack`)
 
 
 def packer_name(config: dict[str, Any]) -> str:
@@ -82,7 +78,7 @@ def pack_context(query: Query, ranked: list[ScoredItem], *, top_k: int, context_
     compact = bool(int(config.get("pack_compact", 0) or 0))
     if name == "items":
         packed = pack(query, ranked, top_k=top_k, context_budget=context_budget, trace=trace, compact=compact)
-        return _reorder(packed, _item_lines(packed, compact), order) if order else packed
+        return reorder_lines(packed, item_lines(packed, compact), order) if order else packed
     if name == "window":
         return pack_window(query, ranked, top_k=top_k, context_budget=context_budget, store=store,
                            window=int(config.get("pack_window", 1)), order=order, compact=compact, trace=trace)
@@ -133,7 +129,7 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, context_budget: in
     t.update({"packer": "sentences", "context_budget": context_budget, "words_used": choice.used,
               "candidates": len(ranked), "sentences_scored": len(cands),
               **({"repeats_skipped": choice.skipped, "lines": len(lines)} if compact else {})})
-    return _reorder(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order, line_of)
+    return reorder_lines(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order, line_of)
 
 
 def _sentence_scores(query: Query, cands: list[tuple[int, int, str]], embedder: Any, *, rank_weight: float,
@@ -273,186 +269,3 @@ def _body(sentence: str) -> str:
 def _lead(text: str) -> str:
     m = LEAD.match(text)
     return m.group(0) if m else ""
-
-
-# -- window: each kept turn with its neighbouring turns -------------------------------------------
-
-def is_turn(item: MemoryItem) -> bool:
-    return item.fields.get("unit") == "turn"
-
-
-def _turn_key(item: MemoryItem) -> Any:
-    """One dialogue turn, whichever item shows it."""
-    return (item.episode_id, item.source_ids[0]) if is_turn(item) and item.source_ids else item.id
-
-
-def _turn_order(item: MemoryItem) -> tuple:
-    """Dialogue order from the source id ("D3:7": session 3, turn 7); unnumbered turns last."""
-    numbers = tuple(int(n) for n in _NUMBER.findall(item.source_ids[0])) if item.source_ids else ()
-    return (0, numbers) if numbers else (1, ())
-
-
-class TurnIndex:
-    """A namespace's active turn items, per episode in dialogue order (ties in store order)."""
-
-    def __init__(self, items: list[MemoryItem]):
-        by_episode: dict[str, list[tuple[tuple, int, MemoryItem]]] = {}
-        for j, it in enumerate(items):
-            if is_turn(it) and it.active and it.episode_id is not None:
-                by_episode.setdefault(it.episode_id, []).append((_turn_order(it), j, it))
-        self.episodes = {ep: [it for _, _, it in sorted(rows, key=lambda r: r[:2])] for ep, rows in by_episode.items()}
-        self.where = {it.id: (ep, p) for ep, turns in self.episodes.items() for p, it in enumerate(turns)}
-
-    def neighbours(self, item: MemoryItem, n: int) -> list[tuple[int, MemoryItem]]:
-        """(offset, turn) of the ``n`` active turns before and after ``item`` (a deleted turn's
-        place goes to the next one), nearest first, the one after before the one before at the
-        same distance (a question's reply follows it)."""
-        if item.id not in self.where:
-            return []
-        ep, p = self.where[item.id]
-        turns = self.episodes[ep]
-        return [(d, turns[p + d]) for k in range(1, n + 1) for d in (k, -k) if 0 <= p + d < len(turns)]
-
-
-_TURN_INDEXES = VersionedCache()  # per store object and namespace; dies with the store
-
-
-def turn_index(store: Any, namespace: str) -> TurnIndex:
-    """The turn index of ``store``'s ``namespace``, built once per ``store.version(namespace)``."""
-    return _TURN_INDEXES.get(store, namespace, lambda: TurnIndex(store.list(namespace)))
-
-
-def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: int | None,
-                store: Any = None, window: int = 1, order: int = 0,
-                eligible: Callable[[MemoryItem], bool] | None = None, compact: bool = False,
-                trace: dict[str, Any] | None = None) -> Retrieval:
-    """The best items as `pack` keeps them, each turn item with up to ``window`` neighbouring
-    turns before and after it on its line, in dialogue order.
-
-    A neighbour is an active turn of the hit's episode in the store, readable by ``query``
-    (``eligible``, default the retrievers' `eligible`), not already on the context and not one of the ``top_k``
-    hits (shown on its own line). A window that does not fit shrinks: the farthest turns go first
-    and, of two at one distance, the one before; a hit that does not fit alone is cut as `pack`
-    cuts its last item. Without ``store``, the items as `pack` keeps them.
-
-    Example::
-
-        r = pack_window(Query("Where did Ann go?"), ranked, top_k=4, context_budget=200, store=store)
-        r.items[0].trace["window"]          # ids of the turns added around the first item
-    """
-    ok = eligible or (lambda it: is_eligible(it, query))
-    index = turn_index(store, query.namespace) if store is not None else None
-    hits = {_turn_key(s.item) for s in ranked[:top_k]}
-    context = _WindowContext()
-    for s in ranked:
-        if len(context.kept) >= top_k:
-            break
-        cands = [(d, it) for d, it in _neighbour_turns(s.item, index, window)
-                 if ok(it) and _turn_key(it) not in context.shown and _turn_key(it) not in hits]
-        fit = _widest_window(s.item, cands, context.used, context_budget, compact)
-        if fit is None:  # not even the hit alone fits: cut it, as `pack` does
-            context.cut(s, context_budget - context.used, compact)
-            break
-        context.add(s, *fit)
-    t = dict(trace or {})
-    t.update({"packer": "window", "top_k": top_k, "context_budget": context_budget, "words_used": context.used,
-              "candidates": len(ranked), "window": int(window), "neighbours": context.added})
-    return _reorder(Retrieval(query=query, items=context.kept, context="\n".join(context.lines), trace=t),
-                    context.lines, order)
-
-
-class _WindowContext:
-    """A window context so far: the hits kept (in rank order) and their lines, the turns shown."""
-
-    def __init__(self) -> None:
-        self.kept: list[ScoredItem] = []
-        self.lines: list[str] = []
-        self.shown: set[Any] = set()  # `_turn_key` of every turn on the context
-        self.used = self.added = 0  # words; neighbouring turns added
-
-    def add(self, hit: ScoredItem, members: list[tuple[int, MemoryItem]], line: str, cost: int) -> None:
-        """Keep ``hit`` on ``line`` with its window (``members``: the hit and its neighbours)."""
-        neighbours = [it for _, it in members if it is not hit.item]
-        self.shown.update(_turn_key(it) for _, it in members)
-        self.kept.append(ScoredItem(hit.item, hit.score, {**hit.trace, "window": [it.id for it in neighbours]}))
-        self.lines.append(line)
-        self.used += cost
-        self.added += len(neighbours)
-
-    def cut(self, hit: ScoredItem, left: int, compact: bool) -> None:
-        """Keep ``hit`` alone, cut to the ``left`` words of the budget, if at least `_MIN_CUT` are left."""
-        if left < _MIN_CUT:
-            return
-        line = truncate_words(format_item(hit.item, compact), left)
-        self.kept.append(ScoredItem(hit.item, hit.score, {**hit.trace, "window": [], "truncated": True}))
-        self.lines.append(line)
-        self.used += count_words(line)
-
-
-def _neighbour_turns(hit: MemoryItem, index: TurnIndex | None, window: int) -> list[tuple[int, MemoryItem]]:
-    """(offset, turn) of the turns around a turn hit, nearest first (none around other items)."""
-    if index is None or not is_turn(hit):
-        return []
-    return index.neighbours(hit, max(int(window), 0))
-
-
-def _widest_window(hit: MemoryItem, cands: list[tuple[int, MemoryItem]], used: int, context_budget: int | None,
-                   compact: bool) -> tuple[list[tuple[int, MemoryItem]], str, int] | None:
-    """The hit with as many of its nearest ``cands`` as fit in what is left of the budget: its
-    members in dialogue order (offset, turn), its line and the line's words; None when not even
-    the hit alone fits."""
-    for n in range(len(cands), -1, -1):
-        members = sorted([(0, hit), *cands[:n]], key=lambda m: m[0])
-        line = _window_line(hit, members, compact) if n else format_item(hit, compact)
-        cost = count_words(line)
-        if context_budget is None or used + cost <= context_budget:
-            return members, line, cost
-    return None
-
-
-def _window_line(hit: MemoryItem, members: list[tuple[int, MemoryItem]], compact: bool) -> str:
-    """A hit's line with its neighbouring turns: the hit's header, then every member's text."""
-    head = item_header(hit, compact)
-    return " ".join([*([head] if head else []), *(it.text for _, it in members)])
-
-
-# -- order of the lines ---------------------------------------------------------------------------
-
-def _item_lines(packed: Retrieval, compact: bool = False) -> list[str]:
-    """The lines of a `pack` context, one per item (an item's text may hold newlines): every
-    line but the last is its item whole, the last may be cut."""
-    lines, rest = [], packed.context
-    for s in packed.items[:-1]:
-        line = format_item(s.item, compact)
-        assert rest.startswith(line + "\n"), "pack's lines are its items whole but the last"
-        lines.append(line)
-        rest = rest[len(line) + 1:]
-    return [*lines, rest] if packed.items else []
-
-
-def _time_key(when: str | None) -> tuple:
-    """Dated lines first, ISO dates as text, a logical clock ("12") as a number."""
-    if not when:
-        return (1, 0, 0.0, "")
-    try:
-        return (0, 0, float(when), "")
-    except ValueError:
-        return (0, 1, 0.0, str(when))
-
-
-def _reorder(packed: Retrieval, lines: list[str], order: int, line_of: list[int] | None = None) -> Retrieval:
-    """``order`` 1: the lines by their items' ``event_time``, then rank; 0: as they are. The items
-    stay in rank order (a `Retrieval`'s contract, which the rank metrics read); each item's trace
-    says which line of the context is its own (``line``). ``line_of``: each item's line where
-    items share lines (default: item i is line i)."""
-    if not order:
-        return packed
-    line_of = list(range(len(packed.items))) if line_of is None else line_of
-    first: dict[int, tuple] = {}  # a line's place: its earliest-ranked item's time, then that rank
-    for i, s in enumerate(packed.items):
-        first.setdefault(line_of[i], (_time_key(s.item.event_time), i))
-    idx = sorted(first, key=first.__getitem__)
-    at = {line: pos for pos, line in enumerate(idx)}
-    items = [ScoredItem(s.item, s.score, {**s.trace, "line": at[line_of[i]]}) for i, s in enumerate(packed.items)]
-    return Retrieval(query=packed.query, items=items,
-                     context="\n".join(lines[i] for i in idx), trace={**packed.trace, "order": ORDERS[order]})
