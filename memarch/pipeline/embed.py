@@ -41,6 +41,10 @@ EMBEDDER_HELP = (f"{DEFAULT_MODEL} (default), {ONNX_MODEL} / {ONNX_INT8_MODEL} (
 # name -> (dimension, cache key prefix) for the embedders whose dimension is known without a model load
 _KNOWN = {E5_MODEL: (384, E5_MODEL_ID), STATIC_MODEL: (PCA_DIMS, STATIC_MODEL_ID),
           **{m: (384, ONNX_MODEL_IDS[m]) for m in ONNX_MODELS}}
+# Texts per forward pass. On this 2-core machine's CPU, MiniLM embeds LoCoMo turns and 4-turn chunks
+# 1.6-2x faster in batches of 8-32 than of 256, and 5-25% faster than in batches of 64 (the attention
+# of a large batch of long texts leaves the CPU caches): benchmarks/bench_embed_batch.py, docs/benchmarks.md.
+FORWARD_BATCH = 16
 _WORD = re.compile(r"[a-z0-9]+")
 _MODELS: dict[str, object] = {}
 _MODELS_LOCK = threading.Lock()
@@ -120,11 +124,11 @@ class Embedder:
             truncates them).
         cache_dir: where the cache lives (default ``$MEMARCH_CACHE_DIR`` or ``~/.cache/memarch``);
             ``None`` with ``use_cache=False`` disables it.
-        batch_size: texts per forward pass.
+        batch_size: texts per forward pass (default `FORWARD_BATCH`, measured fastest here).
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, cache_dir: str | os.PathLike | None = None,
-                 batch_size: int = 64, use_cache: bool = True, dim: int = 384):
+                 batch_size: int = FORWARD_BATCH, use_cache: bool = True, dim: int = 384):
         self.model = model
         self.batch_size = batch_size
         known = {"hash": (dim, f"hash-{dim}"), **_KNOWN}.get(model)

@@ -1,6 +1,6 @@
 """Embeddings ahead of need: texts a run will embed, embedded by a background process on the idle
-core into the shared embedding cache (`memarch.pipeline.cache`, SQLite in WAL mode), in large
-length-sorted batches, so that the run finds them there instead of embedding them one write at a
+core into the shared embedding cache (`memarch.pipeline.cache`, SQLite in WAL mode), in
+length-sorted groups, so that the run finds them there instead of embedding them one write at a
 time. An embedding is a pure function of the text (same model, same pooling): the run reads what
 it would have computed, up to the float rounding of another batch (tests/pipeline/test_prefetch.py).
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-BATCH = 256  # texts per forward pass; length-sorted, so a batch pads little
+BATCH = 256  # texts per embed call: one committed cache transaction, and the point where a prefetch left alone stops
 GROUP = 8 * BATCH  # texts sorted by length together: the order given (soonest needed first) holds across groups
 # Embedders fast enough that computing in the run costs less than the process that would prefetch.
 FAST = ("hash", "all-MiniLM-L6-v2-static")
@@ -92,7 +92,7 @@ def embed_texts(model: str, texts: list[str]) -> int:
     batches once the run that started it is gone (each batch is one committed cache transaction)."""
     from memarch.pipeline.embed import Embedder
 
-    embedder = Embedder(model)
+    embedder = Embedder(model)  # its forward passes are FORWARD_BATCH texts (benchmarks/bench_embed_batch.py)
     texts = list(dict.fromkeys(t for t in texts if t))
     for g in range(0, len(texts), GROUP):
         group = sorted(texts[g:g + GROUP], key=len)
