@@ -118,14 +118,15 @@ def _print(result) -> None:
     name = result.metadata.get("metric")
     what = explain_metric(name, result.metadata.get("context_budget"))
     print(f"  score ({name}): {result.score:.4f}  [{what}]")
-    from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
+    from memarch.benchmarks.metrics.retrieval import RANKING_METRICS, RETRIEVAL_METRICS, SESSION_METRICS
 
     counts = ("questions", "tasks", "retrieval_skipped", "metric_fallbacks")
     print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k not in counts else f"{k}={v:g}"
-                                   for k, v in result.scores.items() if k not in RETRIEVAL_METRICS))
+                                   for k, v in result.scores.items() if k not in RANKING_METRICS))
     for cat, v in result.per_category.items():
         print(f"    {cat:<28} {v:.4f}")
-    _print_retrieval(result, RETRIEVAL_METRICS)
+    _print_retrieval(result, RETRIEVAL_METRICS, "turn")
+    _print_retrieval(result, SESSION_METRICS, "session")
     print("  failures attributed: " + ", ".join(f"{m}={n}" for m, n in result.attribution.items()))
     tokens = {k: v for k, v in result.cost.items() if k.startswith(("tokens_", "lm_calls"))}
     if tokens:
@@ -147,18 +148,21 @@ def _print(result) -> None:
           f"p95 {c.get('read_p95_ms', 0):.1f} ms)")
 
 
-def _print_retrieval(result, metrics) -> None:
-    """The turn-level retrieval metrics (trec_eval, over the gold evidence ids), overall and per
-    category, for a conversation benchmark."""
+def _print_retrieval(result, metrics, unit: str) -> None:
+    """The turn- or session-level retrieval metrics (trec_eval, over the gold evidence ids or their
+    sessions), overall and per category, for a conversation benchmark."""
     shown = [m for m in metrics if m in result.scores]
     if not shown:
         return
-    print(f"  retrieval (turn level over evidence ids, trec_eval; {result.scores.get('retrieval_skipped', 0):g} "
+    what = "evidence ids" if unit == "turn" else "the evidence's sessions, a session at its best item"
+    print(f"  retrieval ({unit} level over {what}, trec_eval; {result.scores.get('retrieval_skipped', 0):g} "
           "questions without evidence skipped):")
-    print(f"    {'':<28} " + " ".join(f"{m:>9}" for m in shown))
-    print(f"    {'all':<28} " + " ".join(f"{result.scores[m]:>9.4f}" for m in shown))
+    width = max(9, *(len(m) for m in shown))
+    print(f"    {'':<28} " + " ".join(f"{m:>{width}}" for m in shown))
+    print(f"    {'all':<28} " + " ".join(f"{result.scores[m]:>{width}.4f}" for m in shown))
     for cat, values in result.metadata.get("retrieval_per_category", {}).items():
-        print(f"    {cat:<28} " + " ".join(f"{values[m]:>9.4f}" if m in values else f"{'-':>9}" for m in shown))
+        print(f"    {cat:<28} " + " ".join(f"{values[m]:>{width}.4f}" if m in values else f"{'-':>{width}}"
+                                           for m in shown))
 
 
 def _print_fallbacks(result) -> None:

@@ -29,7 +29,7 @@ def store(hash_resources):
 
 # -- registration ----------------------------------------------------------------------------------
 def test_registered_in_order_with_capabilities():
-    assert REGISTRY.names("retriever") == ["hybrid", "contrastive", "cbr_rerank", "graph", "hyde", "mmr"]
+    assert REGISTRY.names("retriever") == ["hybrid", "contrastive", "cbr_rerank", "graph", "hyde", "mmr", "session"]
     assert REGISTRY.get("retriever", "graph").requires_store == frozenset({"graph"})
     assert REGISTRY.get("retriever", "hyde").needs_lm
     cbr = REGISTRY.get("retriever", "cbr_rerank")

@@ -25,7 +25,9 @@ def test_experience_space_counts():
 def test_conversation_space_has_31_subsets():
     space = ArchitectureSpace("conversation")
     assert len(space.encoder_subsets()) == 31
-    assert space.count_valid() == 2573
+    assert len(space.retrievers) == 7 and "session" in space.retrievers  # session-first: conversations only
+    assert space.total() == 4340 and space.count_valid() == 3038
+    assert ArchitectureSpace("conversation", lm_available=False).count_valid() == 1984
 
 
 def test_lm_free_space_drops_lm_modules_and_says_why():

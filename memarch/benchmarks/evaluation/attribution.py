@@ -142,14 +142,22 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
     """Where the lost gold sits in a deeper read of the same query: ``gold_rank`` (1-based rank of
     the first item citing a gold id lost at ``retrieve``; None when not within ``rank_depth``),
     with ``read_items`` and ``top_k`` of the read that failed — the evidence of a numeric move
-    such as "retrieve.top_k 4 -> 8". ``read`` is ``program.read``-like; reads never change memory.
+    such as "retrieve.top_k 4 -> 8". A fusing retriever's ranks of that item on each side
+    (``gold_dense_rank`` / ``gold_lexical_rank``, None where a side did not rank it) are kept too:
+    the evidence of "retrieve.fusion rrf -> zscore" (the sides disagree on the gold).
+    ``read`` is ``program.read``-like; reads never change memory.
     """
     depth = max(2 * int(top_k), 20)
     lost = set(lost)
     # None would mean "the program's budget" to program.read: a budget no context reaches instead.
     deeper = read(query, top_k=depth, context_budget=1 << 30)
-    rank = next((i for i, s in enumerate(deeper.items, start=1) if lost & set(sources(s.item))), None)
-    return {"gold_rank": rank, "rank_depth": depth, "read_items": int(read_items), "top_k": int(top_k)}
+    found = next(((i, s) for i, s in enumerate(deeper.items, start=1) if lost & set(sources(s.item))), None)
+    out = {"gold_rank": found[0] if found else None, "rank_depth": depth, "read_items": int(read_items),
+           "top_k": int(top_k)}
+    trace = found[1].trace if found else {}
+    if "dense_rank" in trace and "lexical_rank" in trace:
+        out["gold_dense_rank"], out["gold_lexical_rank"] = trace["dense_rank"], trace["lexical_rank"]
+    return out
 
 
 def attribution_rows(result) -> list[dict[str, Any]]:
@@ -157,5 +165,6 @@ def attribution_rows(result) -> list[dict[str, Any]]:
     return [{"query_id": o.query_id, "category": o.category, "score": o.score, "module": o.attribution,
              **{k: v for k, v in o.evidence.items() if k in ("gold", "lost", "encoded", "stored",
                                                               "retrieved_sources", "reason", "question",
-                                                              "gold_rank", "rank_depth", "read_items", "top_k")}}
+                                                              "gold_rank", "rank_depth", "read_items", "top_k",
+                                                              "gold_dense_rank", "gold_lexical_rank")}}
             for o in result.outcomes if not o.success]

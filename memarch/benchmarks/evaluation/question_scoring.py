@@ -1,16 +1,18 @@
 """Scoring one question of a stream: read the memory, score the context (the LM-free context
-metrics of the metric registry, the turn-level retrieval metrics hit@k / recall@k / ndcg@k / mrr;
+metrics of the metric registry, the turn- and session-level retrieval metrics hit@k / recall@k /
+ndcg@k / mrr;
 with an LM reader QA F1 and an optional judge), and attribute a failure to the module that lost
 the answer."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from memarch.benchmarks.evaluation.attribution import StoreView, WriteTrace, attribute, gold_rank
 from memarch.benchmarks.base import Question
 from memarch.benchmarks.metrics.registry import CONTEXT_METRICS
-from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS, ranked_turns, retrieval_scores, retrieval_scores_many
+from memarch.benchmarks.metrics.retrieval import (RANKING_METRICS, SESSION_METRICS, gold_sessions, ranked_sessions,
+                                                  ranked_turns, retrieval_scores, retrieval_scores_many)
 from memarch.benchmarks.metrics.scores import ABSTAIN, qa_f1
 from memarch.pipeline.trial import QueryOutcome
 
@@ -66,11 +68,13 @@ class QuestionScorer:
     rank_gold: Callable[..., Any] | None = None
 
     def ask(self, read: Callable[..., Any] | None, namespace: str, q: Question, query: Any,
-            per_query: dict[str, list[float]], pending: list | None = None) -> QueryOutcome | None:
+            per_query: dict[str, list[float]], pending: list | None = None,
+            session_of: Mapping[str, str] | None = None) -> QueryOutcome | None:
         """Read the memory for ``q``, score the context and attribute a failure; None for an
         unanswerable question without a reader. ``pending``: where the question's retrieval
         metrics wait for `score_retrieval` (one trec_eval call for a whole stream) unless they are the
-        metric, which needs them now."""
+        metric, which needs them now. ``session_of`` (turn id -> session id of the dialogue) adds the
+        session-level metrics."""
         if not q.answerable and self.reader is None:
             return None  # unanswerable: scored only with an LM
         retrieval = read(query, top_k=self.top_k, context_budget=self.context_budget) if read is not None else None
@@ -79,9 +83,12 @@ class QuestionScorer:
         values: dict[str, float | None] = self.context_scores(q, context, items)
         # hit@k / recall@k / ndcg@k / mrr over the gold evidence turns (trec_eval); none without evidence
         turns = ranked_turns(items)
-        deferred = pending is not None and self.metric not in RETRIEVAL_METRICS
+        sessions = (gold_sessions(q.evidence, session_of), ranked_sessions(turns, session_of)) if session_of else None
+        deferred = pending is not None and self.metric not in RANKING_METRICS
         ranked = None if deferred else retrieval_scores(q.evidence, turns)
         values.update(ranked or {})
+        if sessions is not None and not deferred:
+            values.update(retrieval_scores(*sessions, SESSION_METRICS) or {})
         prediction, reader_failed = self.answer_scores(q, context, values)
         for name, v in values.items():
             if v is not None:
@@ -97,7 +104,7 @@ class QuestionScorer:
         outcome = QueryOutcome(query_id=q.id, score=float(score), success=success, category=q.category,
                                attribution=attribution, evidence=evidence, retrieved_ids=[it.id for it in items])
         if deferred:
-            pending.append((outcome, list(q.evidence), turns))
+            pending.append((outcome, list(q.evidence), turns, sessions))
         return outcome
 
     def context_scores(self, q: Question, context: str, items: list[Any]) -> dict[str, float | None]:
@@ -159,14 +166,17 @@ class QuestionScorer:
 
 def score_retrieval(pending: list, per_query: dict[str, list[float]]) -> None:
     """The retrieval metrics `QuestionScorer.ask` deferred, for every question of a stream in one
-    trec_eval call (one evaluator for all of them, not one per question), added to each outcome's
+    trec_eval call per unit (turns; sessions: one evaluator for all of them, not one per question), added to each outcome's
     evidence and to ``per_query`` in question order, as ``ask`` would have."""
-    values = retrieval_scores_many({str(i): (gold, turns) for i, (_, gold, turns) in enumerate(pending)})
-    for i, (outcome, _, _) in enumerate(pending):
+    values = retrieval_scores_many({str(i): (gold, turns) for i, (_, gold, turns, _) in enumerate(pending)})
+    by_session = retrieval_scores_many({str(i): sessions for i, (*_, sessions) in enumerate(pending)
+                                        if sessions is not None}, SESSION_METRICS)
+    for i, (outcome, *_) in enumerate(pending):
         scored = values.get(str(i))
         if scored is None:
             outcome.evidence["retrieval_skipped"] = True  # no gold evidence ids
             continue
+        scored = {**scored, **by_session.get(str(i), {})}
         outcome.evidence.update(scored)
         for name, v in scored.items():
             per_query[name].append(v)

@@ -15,7 +15,7 @@ from memarch.benchmarks.evaluation.protocols import question_query, stream_sched
 from memarch.benchmarks.evaluation.question_scoring import QuestionScorer, score_retrieval
 from memarch.benchmarks.evaluation.settings import EvaluationSettings
 from memarch.benchmarks.evaluation.traced_program import TracedProgram
-from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
+from memarch.benchmarks.metrics.retrieval import RANKING_METRICS
 from memarch.benchmarks.metrics.scores import mean
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.trial import MODULES, QueryOutcome, TrialResult
@@ -114,6 +114,7 @@ def _stream_dialogues(program: MemoryProgram | None, bench: Benchmark, runs: lis
                 return done
             mark = len(runs[0].outcomes)
         done += 1
+        session_of = {turn.id: session.id for session in dialogue.sessions for turn in session.turns}
         for session, questions in stream_schedule(dialogue):
             write_s = _write(program, session, trace)
             if questions and on_read_point is not None:
@@ -129,7 +130,7 @@ def _stream_dialogues(program: MemoryProgram | None, bench: Benchmark, runs: lis
                 t0 = time.perf_counter()
                 for q in questions:
                     outcome = scorer.ask(read, dialogue.namespace, q, question_query(dialogue, q, session),
-                                         run.per_query, pending=run.pending)
+                                         run.per_query, pending=run.pending, session_of=session_of)
                     if outcome is not None:
                         run.outcomes.append(outcome)
                 run.timing["read_s"] += embed_s + time.perf_counter() - t0
@@ -169,14 +170,14 @@ def stream_result(bench: Benchmark, outcomes: list[QueryOutcome], per_query: dic
               **{k: v for k, v in read_costs(latency).items() if k != "read_s"}}, outcomes=outcomes,
         attribution={m: attribution.get(m, 0) for m in MODULES},
         metadata={"metric": metric, "protocol": "stream", "success_threshold": threshold,
-                  # per category, the turn-level retrieval metrics over the questions with evidence
+                  # per category, the turn- and session-level retrieval metrics over the questions with evidence
                   "retrieval_per_category": _retrieval_per_category(outcomes)})
 
 
 def _retrieval_per_category(outcomes: list[QueryOutcome]) -> dict[str, dict[str, float]]:
     ranked: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for o in outcomes:
-        for m in RETRIEVAL_METRICS:
+        for m in RANKING_METRICS:
             if m in o.evidence:
                 ranked[o.category][m].append(o.evidence[m])
     return {c: {m: mean(v) for m, v in ms.items()} for c, ms in sorted(ranked.items())}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from memarch.benchmarks.metrics.retrieval import RETRIEVAL_METRICS
+from memarch.benchmarks.metrics.retrieval import RANKING_METRICS, RETRIEVAL_METRICS, SESSION_PREFIX
 from memarch.benchmarks.metrics.scores import answer_recall, answer_span, evidence_recall
 from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
@@ -18,7 +18,7 @@ CONTEXT_METRICS: dict[str, ContextMetric] = {
     "answer_recall": lambda answer, evidence, context, sources, budget: answer_recall(answer, context, budget),
     "evidence_recall": lambda answer, evidence, context, sources, budget: evidence_recall(evidence, sources),
 }
-METRICS = (*CONTEXT_METRICS, *RETRIEVAL_METRICS, "qa_f1", "judge")
+METRICS = (*CONTEXT_METRICS, *RANKING_METRICS, "qa_f1", "judge")
 LM_METRICS = ("qa_f1", "judge")  # need a reader (and, for judge, a judge)
 
 
@@ -45,13 +45,15 @@ def check_metric(metric: str | None, reader: Any = None, judge: Any = None) -> s
 def explain_metric(metric: str, context_budget: int | None = DEFAULT_CONTEXT_BUDGET) -> str:
     """What a metric measures, in a few words ("" for an unknown name)."""
     cut = f"the context cut at {context_budget} words" if context_budget else "the whole context"
-    if metric in RETRIEVAL_METRICS:
-        name, _, k = metric.partition("@")
-        what = {"hit": f"1 iff a gold evidence turn is among the first {k} covered turns",
-                "recall": f"share of gold evidence turns among the first {k} covered turns",
-                "ndcg": f"NDCG of the first {k} covered turns against the gold evidence",
-                "mrr": "1 / rank of the first covered gold evidence turn"}[name]
-        return f"LM-free, turn level (trec_eval): {what}"
+    if metric in RANKING_METRICS:
+        unit = "session" if metric.startswith(SESSION_PREFIX) else "turn"
+        name, _, k = metric.removeprefix(SESSION_PREFIX).partition("@")
+        what = {"hit": f"1 iff a gold evidence {unit} is among the first {k} covered {unit}s",
+                "recall": f"share of gold evidence {unit}s among the first {k} covered {unit}s",
+                "ndcg": f"NDCG of the first {k} covered {unit}s against the gold evidence",
+                "mrr": f"1 / rank of the first covered gold evidence {unit}"}[name]
+        ranked = " (a session ranked by its best item)" if unit == "session" else ""
+        return f"LM-free, {unit} level (trec_eval): {what}{ranked}"
     return {"answer_span": f"LM-free: gold answer contiguous in {cut}",
             "answer_recall": f"LM-free: share of gold answer words anywhere in {cut}",
             "evidence_recall": "LM-free: share of gold evidence turns among the retrieved items' sources",

@@ -1,4 +1,4 @@
-"""Retrievers: what memory is read (hybrid, contrastive, cbr_rerank, graph, hyde, mmr)."""
+"""Retrievers: what memory is read (hybrid, contrastive, cbr_rerank, graph, hyde, mmr, session)."""
 import importlib
 import pkgutil
 

@@ -1,8 +1,11 @@
-"""`hybrid` retriever: BM25 lexical ranking and dense cosine ranking, fused by reciprocal rank."""
+"""`hybrid` retriever: BM25 lexical ranking and dense cosine ranking, fused by reciprocal rank (RRF) or
+by weighted z-scores of the two sides' raw scores (``fusion=1``)."""
 from __future__ import annotations
 
 import weakref
 from typing import Any, ClassVar
+
+import numpy as np
 
 from memarch.modules.retrievers._config import settings
 from memarch.modules.stores.lexical import lexical_index
@@ -19,8 +22,10 @@ from memarch.pipeline.retrieval import ScoredItem
 
 
 @register("retriever", "hybrid", rank=1, needs_embeddings=True,
-          description="dense cosine + BM25, reciprocal-rank fusion",
+          description="dense cosine + BM25, reciprocal-rank fusion (or weighted z-scores)",
           knobs=(TOP_K, Knob("pool", "int", 10, 200, log=True, default=50, description="items each side ranks"),
+                 Knob("fusion", "int", 0, 1, default=0,
+                      description="how the sides fuse: 0 reciprocal rank (RRF), 1 weighted z-scores of their raw scores"),
                  Knob("rrf_k", "int", 1, 200, log=True, default=60, description="RRF damping constant"),
                  Knob("dense_weight", "float", 0.25, 4.0, log=True, default=1.0,
                       description="weight of the dense side (the lexical side's is 1)"),
@@ -30,11 +35,17 @@ from memarch.pipeline.retrieval import ScoredItem
                  Knob("prf_weight", "float", 0.05, 1.0, default=0.3,
                       description="query expansion: weight of the added terms (a query term's is 1)"), *PACKING, *AWARENESS))
 class HybridRetriever(Retriever):
-    """Dense and lexical rankings fused with reciprocal-rank fusion (RRF).
+    """Dense and lexical rankings fused with reciprocal-rank fusion (RRF) or weighted z-scores.
 
-    Each side ranks its own ``pool`` best eligible items; an item scores
+    Each side ranks its own ``pool`` best eligible items. With RRF (``fusion=0``) an item scores
     ``sum(weight / (rrf_k + rank))`` over the sides that ranked it (rank starts at 1), so an item
-    both sides like beats one only a side likes. Lexical scores are rank-bm25's BM25Okapi.
+    both sides like beats one only a side likes. With z-scores (``fusion=1``) each side's raw scores
+    (cosine; BM25) are standardised over its pool, an item a side did not rank gets that side's lowest
+    z (it is no better than the side's worst pooled hit), and an item scores ``sum(weight x z)``: the
+    size of a side's lead counts, not only its order (arXiv 2606.04194: +3.4 Hit@1 points over RRF for
+    LoCoMo sessions). Lexical scores are rank-bm25's BM25Okapi. Only the ratio of the two weights
+    matters to either fusion, so the lexical side's weight stays 1 and ``dense_weight`` is the knob
+    (a lexical share alpha is ``dense_weight = (1 - alpha) / alpha``).
 
     Example::
 
@@ -44,11 +55,12 @@ class HybridRetriever(Retriever):
 
     Args:
         pool: items each side ranks before fusion (at least ``k``).
+        fusion: 0 reciprocal rank (default), 1 weighted z-scores.
         rrf_k: RRF damping constant (60, as in Cormack et al. 2009).
-        dense_weight, lexical_weight: weight of each side's reciprocal rank.
+        dense_weight, lexical_weight: weight of each side's reciprocal rank (or z-score).
     """
 
-    DEFAULTS: ClassVar[dict[str, Any]] = {"pool": 50, "rrf_k": 60, "dense_weight": 1.0, "lexical_weight": 1.0,
+    DEFAULTS: ClassVar[dict[str, Any]] = {"pool": 50, "fusion": 0, "rrf_k": 60, "dense_weight": 1.0, "lexical_weight": 1.0,
                                           "prf_terms": 0, "prf_docs": 3, "prf_weight": 0.3}
 
     def __init__(self, resources: Resources | None = None, **config: Any):
@@ -70,15 +82,18 @@ class HybridRetriever(Retriever):
             fused, items, sides = self._fuse(query, store, pool, cfg)
             order = sorted(fused, key=lambda iid: (-fused[iid], iid))
             _LAST[store] = (key, (fused, items, sides, order))
-        return [ScoredItem(items[iid], fused[iid], _trace(iid, sides, fused[iid], pool)) for iid in order[:k]]
+        name = "zscore" if int(cfg["fusion"]) == 1 else "rrf"
+        return [ScoredItem(items[iid], fused[iid], _trace(iid, sides, fused[iid], pool, name)) for iid in order[:k]]
 
     def _fuse(self, query: Query, store: Store, pool: int, cfg: dict[str, Any]):
-        """(RRF score per item id, the items, each side's (rank, score) per id)."""
+        """(fused score per item id, the items, each side's (rank, score) per id)."""
         vector = self.resources.embedder.embed_one(query.text)
         dense = store.search(vector, pool, query.namespace, exclude=self.exclude_fn(query))
         prf = (int(cfg["prf_docs"]), int(cfg["prf_terms"]), float(cfg["prf_weight"])) if cfg["prf_terms"] else None
         lexical = lexical_index(store, query.namespace).search(
             query.text, pool, keep=eligible_fn(query), prf=prf)
+        if int(cfg["fusion"]) == 1:
+            return _zscore_fusion((("dense", dense), ("lexical", lexical)), cfg)
         # Fused by id; only the items returned get a ScoredItem and a trace (k << both pools).
         rrf_k = cfg["rrf_k"]
         fused: dict[str, float] = {}
@@ -97,16 +112,40 @@ class HybridRetriever(Retriever):
         return fused, items, sides
 
 
+def _zscore_fusion(ranked: tuple, cfg: dict[str, Any]):
+    """``sum(weight x z)`` over the sides, z standardised over the side's pool (0 for a side whose
+    scores are all equal), the side's lowest z for an item it did not rank."""
+    fused: dict[str, float] = {}
+    items: dict[str, Any] = {}
+    sides: dict[str, dict[str, tuple[int, float]]] = {"dense": {}, "lexical": {}}
+    zs: dict[str, dict[str, float]] = {}
+    floors: dict[str, float] = {}
+    for side, hits in ranked:
+        scores = np.array([float(score) for _, score in hits], dtype=np.float64)
+        sd = float(scores.std()) if len(scores) else 0.0
+        z = (scores - scores.mean()) / sd if sd > 0 else np.zeros(len(scores))
+        floors[side] = float(z.min()) if len(z) else 0.0
+        zs[side] = {}
+        for rank, ((item, score), value) in enumerate(zip(hits, z.tolist()), start=1):
+            items.setdefault(item.id, item)
+            sides[side][item.id] = (rank, score)
+            zs[side][item.id] = value
+    for iid in items:
+        fused[iid] = sum(float(cfg[f"{side}_weight"]) * zs[side].get(iid, floors[side]) for side, _ in ranked)
+    return fused, items, sides
+
+
 # Per store: the last fusion (key, value) — one entry, dies with the store.
 _LAST: "weakref.WeakKeyDictionary[Store, tuple]" = weakref.WeakKeyDictionary()
 
 
-def _trace(iid: str, sides: dict[str, dict[str, tuple[int, float]]], score: float, pool: int) -> dict[str, Any]:
+def _trace(iid: str, sides: dict[str, dict[str, tuple[int, float]]], score: float, pool: int,
+           fusion: str = "rrf") -> dict[str, Any]:
     trace: dict[str, Any] = {}
     for side in ("dense", "lexical"):
         rank, raw = sides[side].get(iid, (None, None))
         trace[f"{side}_rank"] = rank
         trace[f"{side}_score"] = None if raw is None else round(float(raw), 6)
-    trace["rrf"] = round(score, 6)
+    trace[fusion] = round(score, 6)
     trace["pool"] = pool
     return trace

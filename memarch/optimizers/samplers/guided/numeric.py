@@ -1,7 +1,8 @@
 """Numeric moves of the guided search in the full space: a textual gradient on a knob read from the
 per-query traces ("retrieve.top_k 4 -> 8: 31% of the retrieve failures had the gold item at rank
-5-8"; "retrieve.pack items -> sentences: the gold was ranked but cut by the budget"; "retrieve.time_weight
-0 -> 1: the failures asked about a time"), and, without
+5-8"; "retrieve.pack items -> sentences: the gold was ranked but cut by the budget"; "retrieve.fusion
+rrf -> zscore: dense and lexical disagreed on the gold"; "retrieve.time_weight 0 -> 1: the failures
+asked about a time"), and, without
 such evidence, one coordinate step of a knob of the leader."""
 from __future__ import annotations
 
@@ -106,6 +107,31 @@ def pack_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
                    "had the gold item ranked within top_k but cut by the context budget")
 
 
+def fusion_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
+    """``retrieve.fusion 0 -> 1`` (reciprocal rank -> weighted z-scores) when at least `MIN_SHARE`
+    of the retrieve failures had the two sides disagree on the gold: one side ranked it within
+    ``top_k`` and the other did not (z-scores let the confident side's lead count, where RRF averages
+    ranks). Reads ``gold_dense_rank`` / ``gold_lexical_rank`` of the deeper read (`gold_rank`); None
+    when the retriever does not fuse by RRF or the evidence is missing."""
+    arch = result.architecture
+    if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.fusion", 0):
+        return None
+    if _knob(space, arch, "retrieve.fusion") is None:
+        return None
+    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"
+                and "gold_dense_rank" in o.evidence]
+    if not failures:
+        return None
+
+    def within(rank: Any, top_k: int) -> bool:
+        return rank is not None and rank <= top_k
+
+    hits = [o for o in failures if within(o.evidence["gold_dense_rank"], o.evidence["top_k"])
+            != within(o.evidence["gold_lexical_rank"], o.evidence["top_k"])]
+    return _backed("retrieve.fusion", 0, 1, hits, failures, "retrieve.fusion rrf -> zscore",
+                   "had one side rank the gold within top_k and the other not")
+
+
 def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
     """``retrieve.time_weight 0 -> 1`` (the time-aware side on) when at least `MIN_SHARE` of the
     retrieve failures were questions about a time: a when-question ("When did ...") or one that
@@ -158,7 +184,8 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
         return None, []
     parent = arch.key()
     move = None
-    for found in (top_k_move(leader, space), pack_move(leader, space), time_move(leader, space)):
+    for found in (top_k_move(leader, space), pack_move(leader, space), fusion_move(leader, space),
+                  time_move(leader, space)):
         move = move or found
         cand = with_knob(space, arch, found.key, found.after) if found is not None else None
         if cand is not None and cand.key() not in blocked:

@@ -144,3 +144,31 @@ def test_knobs_whose_moves_changed_nothing_are_not_stepped_again(full):
     _, [step] = numeric_proposals(full, _trace([None]), set(), primary="retrieve",
                                   inert_knobs=ledger.inert_knobs() | shared)
     assert step.edit == "retrieve.pool: 50 -> 100"
+
+
+def _sides(pairs: list[tuple[int | None, int | None]], top_k: int = 4) -> TrialResult:
+    result = _trace([None] * len(pairs), top_k=top_k)
+    for o, (dense, lexical) in zip(result.outcomes, pairs):
+        o.evidence.update(gold_dense_rank=dense, gold_lexical_rank=lexical)
+    return result
+
+
+def test_fusion_move_when_the_sides_disagree_on_the_gold(full):
+    from memarch.optimizers.samplers.guided.numeric import fusion_move
+    from memarch.optimizers.search.history import compact, expand
+
+    # top_k 4: q0 dense 2 / lexical none, q1 lexical 1 / dense 30, q2 both deep, q3 both within top_k
+    result = _sides([(2, None), (30, 1), (40, 50), (3, 2)])
+    move = fusion_move(result, full)
+    assert move is not None and (move.key, move.before, move.after) == ("retrieve.fusion", 0, 1)
+    assert move.text == ("retrieve.fusion rrf -> zscore: 50% of the retrieve failures (2 of 4) had one side "
+                         "rank the gold within top_k and the other not")
+    assert move.evidence_ids == ["q0", "q1"]
+    _, [proposal] = numeric_proposals(full, result, set())
+    assert proposal.architecture.param_dict == {"retrieve.top_k": 4, "retrieve.fusion": 1}
+    assert fusion_move(expand(result.architecture, compact(result)), full) is not None  # kept when stored
+    assert fusion_move(_sides([(40, 50), (3, 2), (None, None)]), full) is None  # the sides agree
+    zscored = _sides([(2, None), (30, 1)])
+    zscored.architecture = zscored.architecture.replace(params={"retrieve.fusion": 1})
+    assert fusion_move(zscored, full) is None  # fuses by z-scores already
+    assert fusion_move(_trace([None, None]), full) is None  # no side ranks recorded (not a fusing retriever)

@@ -1,0 +1,171 @@
+"""`session` retriever: session-first reading. Rank the namespace's sessions (the items' episodes) by
+their pooled dense score (the max, or the mean of the best three, of their items' cosines) fused with
+BM25 over each session's text (its items' text joined), then rank the items inside the best ``sessions``
+sessions by the same fusion at item level; the packing and time/entity levers apply on top, as to
+every retriever. Whole-session ranking is the unit of the published LoCoMo retrieval results
+(arXiv 2606.04194: max over turns fused with session BM25 by weighted z-scores)."""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from memarch.modules.retrievers._aware import AWARENESS
+from memarch.modules.retrievers._config import settings
+from memarch.modules.retrievers._eligibility import eligible_fn
+from memarch.modules.retrievers._packing import PACKING
+from memarch.modules.retrievers.base import Retriever
+from memarch.modules.stores.base import Store
+from memarch.modules.stores.lexical import BM25Index, lexical_index, tokenize
+from memarch.pipeline.episodes import Query
+from memarch.pipeline.knobs import TOP_K, Knob
+from memarch.pipeline.registry import register
+from memarch.pipeline.resources import Resources
+from memarch.pipeline.retrieval import ScoredItem
+
+RRF_K = 60
+
+
+@register("retriever", "session", rank=7, needs_embeddings=True, families="conversation",
+          description="session first: sessions ranked by their best items' cosine fused with session BM25, "
+                      "then the items of the top sessions",
+          knobs=(TOP_K, Knob("sessions", "int", 1, 10, default=3, description="session: the top sessions whose items are read"),
+                 Knob("pooling", "int", 0, 1, default=0,
+                      description="session: a session's dense score, 0 the max over its items, 1 the mean of its best 3"),
+                 Knob("fusion", "int", 0, 1, default=1,
+                      description="session: how dense and BM25 fuse, 0 reciprocal rank, 1 weighted z-scores"),
+                 Knob("dense_weight", "float", 0.25, 4.0, log=True, default=1.5,
+                      description="session: weight of the dense side (BM25's is 1; 1.5 is a BM25 share of 0.4)"),
+                 *PACKING, *AWARENESS))
+class SessionRetriever(Retriever):
+    """Sessions first, then their items.
+
+    A session is the ``episode_id`` the items were written from (an item without one is a session of
+    its own). Its dense score pools the cosines of its eligible items (``pooling``: 0 max, 1 mean of
+    the best three); its lexical score is BM25 over its items' tokens joined (one document per
+    session, rebuilt when the namespace changes). Both are fused (``fusion``: 1 weighted z-scores
+    over the namespace's sessions, 0 reciprocal rank) with ``dense_weight`` against BM25's 1. The
+    items of the ``sessions`` best sessions are then ranked by the same fusion of their own cosine
+    and BM25, each item's trace naming its session's rank.
+
+    Example::
+
+        SessionRetriever(resources, sessions=2).retrieve(Query("where does Ann work?"), store, top_k=5)
+    """
+
+    name = "session"
+    DEFAULTS: ClassVar[dict[str, Any]] = {"sessions": 3, "pooling": 0, "fusion": 1, "dense_weight": 1.5}
+
+    def __init__(self, resources: Resources | None = None, **config: Any):
+        super().__init__(resources, **config)
+        self.settings = settings("session", self.DEFAULTS, config)
+
+    def rank_sessions(self, query: Query, store: Store) -> "SessionRanking | None":
+        """Every session of the query's namespace with an eligible item, best first, with the cosines
+        and items it was ranked from (None for an empty namespace)."""
+        cfg = self.settings
+        ns = query.namespace
+        vector = self.resources.embedder.embed_one(query.text)
+        dense = store.search(vector, store.count(ns), ns, exclude=self.exclude_fn(query))
+        if not dense:
+            return None
+        cosine = {it.id: float(s) for it, s in dense}
+        items = {it.id: it for it, _ in dense}
+        groups: dict[str, list[str]] = {}
+        for it, _ in dense:  # best first: a group's first member is its best item
+            groups.setdefault(session_of(it), []).append(it.id)
+        names = list(groups)
+        pooled = np.array([_pool([cosine[i] for i in groups[s]], int(cfg["pooling"])) for s in names])
+        lexical = _session_bm25(store, ns, groups, items, tokenize(query.text))
+        fused = _fuse(pooled, lexical, cfg)
+        order = sorted(range(len(names)), key=lambda j: (-fused[j], j))
+        return SessionRanking([names[j] for j in order], [float(fused[j]) for j in order], groups, cosine, items)
+
+    def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
+        cfg = self.settings
+        ranking = self.rank_sessions(query, store)
+        if ranking is None:
+            return []
+        keep = eligible_fn(query)
+        top = ranking.sessions[:max(1, int(cfg["sessions"]))]
+        chosen = {s: r for r, s in enumerate(top, start=1)}
+        score_of = dict(zip(ranking.sessions, ranking.scores))
+        members = [i for s in top for i in ranking.groups[s]]
+        bm25 = {it.id: float(s) for it, s in lexical_index(store, query.namespace).search(
+            query.text, len(members), keep=lambda it: keep(it) and session_of(it) in chosen)}
+        cosine, items = ranking.cosine, ranking.items
+        item_scores = _fuse(np.array([cosine[i] for i in members]), np.array([bm25.get(i, 0.0) for i in members]), cfg)
+        out = []
+        for j in sorted(range(len(members)), key=lambda j: (-item_scores[j], j))[:k]:
+            iid = members[j]
+            s = session_of(items[iid])
+            out.append(ScoredItem(items[iid], float(item_scores[j]), {
+                "session": s, "session_rank": chosen[s], "session_score": round(score_of[s], 6),
+                "dense_score": round(cosine[iid], 6), "lexical_score": round(bm25.get(iid, 0.0), 6),
+                "fusion": "zscore" if int(cfg["fusion"]) == 1 else "rrf"}))
+        return out
+
+
+@dataclass
+class SessionRanking:
+    """A query's sessions best first (``scores`` their fused scores), each session's eligible item
+    ids best first (``groups``), the items' cosines and the items."""
+
+    sessions: list[str]
+    scores: list[float]
+    groups: dict[str, list[str]]
+    cosine: dict[str, float]
+    items: dict[str, Any]
+
+
+def session_of(item: Any) -> str:
+    """The session an item belongs to: the episode it was written from (else the item itself)."""
+    return item.episode_id or item.id
+
+
+def _pool(values: list[float], pooling: int) -> float:
+    """Max (0) or the mean of the best three (1) of a session's item scores (given best first)."""
+    return values[0] if pooling == 0 else float(np.mean(values[:3]))
+
+
+def _z(x: np.ndarray) -> np.ndarray:
+    sd = float(x.std())
+    return (x - x.mean()) / sd if sd > 0 else np.zeros(len(x))
+
+
+def _rrf(x: np.ndarray) -> np.ndarray:
+    ranks = np.empty(len(x))
+    ranks[np.argsort(-x, kind="stable")] = np.arange(1, len(x) + 1)
+    return 1.0 / (RRF_K + ranks)
+
+
+def _fuse(dense: np.ndarray, lexical: np.ndarray, cfg: dict[str, Any]) -> np.ndarray:
+    norm = _z if int(cfg["fusion"]) == 1 else _rrf
+    return float(cfg["dense_weight"]) * norm(dense) + norm(np.asarray(lexical, dtype=np.float64))
+
+
+# Per store: (namespace, version, sessions) -> the session BM25 index (one entry, dies with the store).
+_SESSION_INDEX: "weakref.WeakKeyDictionary[Store, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _session_bm25(store: Store, ns: str, groups: dict[str, list[str]], items: dict[str, Any],
+                  terms: list[str]) -> np.ndarray:
+    """BM25 of each session in ``groups`` (in its order), one document per session: its items' tokens
+    in write order. The index is kept per store until the namespace or its eligible sessions change,
+    so the questions asked between two writes share it."""
+    canonical = sorted(groups)
+    key = (ns, store.version(ns), tuple(canonical), tuple(len(groups[g]) for g in canonical))
+    last = _SESSION_INDEX.get(store)
+    if last is not None and last[0] == key:
+        index = last[1]
+    else:
+        docs = []
+        for g in canonical:
+            ordered = sorted(groups[g], key=lambda i: store.position(i, ns))  # write order, not score order
+            docs.append([t for i in ordered for t in tokenize(items[i].text)])
+        index = BM25Index(docs)
+        _SESSION_INDEX[store] = (key, index)
+    scores = dict(zip(canonical, np.asarray(index.scores(terms), dtype=np.float64)))
+    return np.array([scores[g] for g in groups])
