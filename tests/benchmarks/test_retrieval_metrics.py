@@ -140,13 +140,15 @@ def test_trial_scores_per_category_and_skipped(hash_resources):
     assert result.metadata["metric"] == "ndcg@5"
 
 
-def test_cli_parses_and_prints(capsys, tmp_path):
+@pytest.mark.parametrize("metric", ["hit@5", "session_ndcg@5"])
+def test_cli_parses_and_prints(capsys, tmp_path, metric):
     from memarch.cli import main
 
     arch = tmp_path / "a.json"
     Architecture(("turn",), "vector", "hybrid", "lightweight").save(arch)
     code = main(["evaluate", "--benchmark", "generated", "--architecture", str(arch), "--embedder", "hash",
-                 "--limit", "6", "--metric", "hit@5"])
+                 "--limit", "6", "--metric", metric])
     out = capsys.readouterr().out
     assert code in (0, None), out
-    assert "score (hit@5)" in out and "retrieval (turn level" in out and "ndcg@5" in out
+    assert f"score ({metric})" in out and "ndcg@5" in out
+    assert "retrieval (turn level" in out and "retrieval (session level" in out and "session_mrr" in out

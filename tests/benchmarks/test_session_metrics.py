@@ -2,7 +2,7 @@
 session_mrr), the unit of the published LoCoMo retrieval numbers: gold = the sessions of the gold
 evidence turns, a session ranked at its best item; computed by trec_eval like the turn-level ones
 (hand-checked values, equal to a direct computation on random runs), in every stream trial overall
-and per category, selectable as the metric, printed by `memarch evaluate`."""
+and per category, selectable as the metric (printed by `memarch evaluate`: tests/benchmarks/test_retrieval_metrics.py)."""
 from __future__ import annotations
 
 import math
@@ -121,18 +121,6 @@ def test_selectable_as_the_metric(hash_resources):
     assert result.metadata["metric"] == "session_hit@1"
     scored = [o for o in result.outcomes if not o.evidence.get("retrieval_skipped")]
     assert [o.score for o in scored] == [o.evidence["session_hit@1"] for o in scored]
-
-
-def test_cli_prints_the_session_table(capsys, tmp_path):
-    from memarch.cli import main
-
-    arch = tmp_path / "a.json"
-    Architecture(("turn",), "vector", "hybrid", "lightweight").save(arch)
-    code = main(["evaluate", "--benchmark", "generated", "--architecture", str(arch), "--embedder", "hash",
-                 "--limit", "6", "--metric", "session_ndcg@5"])
-    out = capsys.readouterr().out
-    assert code in (0, None), out
-    assert "score (session_ndcg@5)" in out and "retrieval (session level" in out and "session_mrr" in out
 
 
 @pytest.mark.integration
