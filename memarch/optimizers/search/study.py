@@ -61,8 +61,10 @@ def make_storage(url: str | None = DEFAULT_STORAGE, *, heartbeat_interval: int =
                                   grace_period=grace_period or 2 * heartbeat_interval,
                                   heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry))
         except Exception as exc:  # sqlalchemy / driver errors: one line for the user
-            # Workers starting together race to create the schema; the loser retries.
-            if attempt < 4 and ("IntegrityError" in type(exc).__name__ or "locked" in str(exc)):
+            # Workers starting together race to create the schema; the loser retries (SQLite says
+            # "table ... already exists" when another process created it between check and create).
+            if attempt < 4 and ("IntegrityError" in type(exc).__name__ or "locked" in str(exc)
+                                or "already exists" in str(exc)):
                 time.sleep(0.5 + attempt)
                 continue
             raise MemarchError(f"cannot open study storage {url}: {type(exc).__name__}: "

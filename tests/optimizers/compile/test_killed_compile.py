@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import optuna
 import pytest
 from search_helpers import wait_until
 
@@ -43,17 +42,25 @@ def _vectors(cache: Path) -> dict[str, bytes]:
     return rows
 
 
-def _completed(url: str) -> int:
-    try:
-        study = optuna.load_study(study_name="s", storage=url)
-    except Exception:  # not created yet
+def _completed(db: Path) -> int:
+    """Evaluated distinct trials in the study file, read with plain read-only SQLite: opening it with
+    optuna while the compile creates it raced the compile's own schema creation ("table studies already
+    exists", the compile exiting 2)."""
+    if not db.exists():
         return 0
-    # a repeat of an evaluated architecture is COMPLETE but not counted: the budget is distinct ones
-    return sum(t.state == optuna.trial.TrialState.COMPLETE and "repeat_of" not in t.user_attrs for t in study.trials)
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            # a repeat of an evaluated architecture is COMPLETE but not counted: the budget is distinct ones
+            return conn.execute(
+                "SELECT count(*) FROM trials t WHERE t.state = 'COMPLETE' AND NOT EXISTS (SELECT 1 FROM "
+                "trial_user_attributes a WHERE a.trial_id = t.trial_id AND a.key = 'repeat_of')").fetchone()[0]
+    except sqlite3.Error:  # not created yet
+        return 0
 
 
 def test_a_killed_compile_stops_its_prefetch_and_resumes_with_its_caches_intact(tmp_path):
-    cache, url = tmp_path / "cache", f"sqlite:///{tmp_path}/optuna.db"
+    cache, db = tmp_path / "cache", tmp_path / "optuna.db"
+    url = f"sqlite:///{db}"
     env = dict(os.environ, MEMARCH_CACHE_DIR=str(cache), HF_HUB_OFFLINE="1")
     cmd = [sys.executable, "-m", "memarch", "compile", "--benchmark", "generated", "--knob", "conversations=3",
            "--knob", "sessions=6", "--strategies", "random", "--warm-start", "none", "--budget", "12",
@@ -63,7 +70,7 @@ def test_a_killed_compile_stops_its_prefetch_and_resumes_with_its_caches_intact(
     try:
         def prefetching_and_one_trial_done() -> bool:
             assert run.poll() is None, run.stderr.read()[-2000:]
-            return bool(_children(run.pid)) and _completed(url) >= 1
+            return bool(_children(run.pid)) and _completed(db) >= 1
         wait_until(prefetching_and_one_trial_done, timeout=300, interval=0.2,
                    what="a trial done while the prefetch runs")
         prefetch = _children(run.pid)
@@ -78,9 +85,9 @@ def test_a_killed_compile_stops_its_prefetch_and_resumes_with_its_caches_intact(
     assert not any(_alive(p) for p in prefetch), "the prefetch outlived the compile it served"
     before = _vectors(cache)
     assert before, "nothing reached the cache before the kill"
-    assert 1 <= _completed(url) < 12
+    assert 1 <= _completed(db) < 12
     resumed = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert (tmp_path / "p.json").exists() and _completed(url) == 12
+    assert (tmp_path / "p.json").exists() and _completed(db) == 12
     after = _vectors(cache)
     assert {k: after.get(k) for k in before} == before  # nothing written before the kill lost or changed

@@ -42,3 +42,24 @@ def test_heartbeat_rows_are_readable_from_an_rdb_storage(tmp_path):
     storage.record_heartbeat(trial._trial_id)
     assert internals.heartbeat_trial_ids(backend, [trial._trial_id]) == {trial._trial_id}
     assert internals.rdb_backend(optuna.create_study()) is None  # in-memory: no heartbeat table
+
+
+def test_a_schema_created_by_another_process_meanwhile_is_retried(tmp_path, monkeypatch):
+    """Two processes opening a new SQLite study file at once: the loser of the schema race sees
+    "table studies already exists" (seen in a test that polled a compile's study file); it retries
+    instead of exiting."""
+    import memarch.optimizers.search.study as study_module
+    from sqlalchemy.exc import OperationalError
+
+    real, calls = study_module.RDBStorage, []
+
+    def racing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("CREATE TABLE studies", {}, Exception("table studies already exists"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(study_module, "RDBStorage", racing)
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    storage = study_module.make_storage(f"sqlite:///{tmp_path}/o.db")
+    assert len(calls) == 2 and storage.get_all_studies() == []
