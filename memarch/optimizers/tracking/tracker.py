@@ -52,7 +52,7 @@ class Tracker:
         self.tracking_uri = tracking_uri
         try:
             self.client = MlflowClient(tracking_uri=tracking_uri)
-            exp = self.client.get_experiment_by_name(experiment)
+            exp = _experiment_by_name(self.client, experiment)
             if exp is None:
                 root = Path(artifact_root).resolve()
                 root.mkdir(parents=True, exist_ok=True)
@@ -275,3 +275,20 @@ class _TrialLogger:
         if hasattr(sampler, "stats"):
             counts.update({f"sampler_{k}": v for k, v in sampler.stats().items()})
         self.tracker.log_counts(trial.number, counts)
+
+
+def _experiment_by_name(client: Any, name: str, attempts: int = 5) -> Any:
+    """The experiment (None if absent). The first call opens the store, which creates or migrates a new
+    SQLite database: two processes starting together race there, and the loser sees "table ... already
+    exists" or "duplicate column name" (two compiles on one new store did); it waits and retries."""
+    import time
+
+    for attempt in range(attempts):
+        try:
+            return client.get_experiment_by_name(name)
+        except Exception as exc:
+            text = str(exc)
+            if attempt + 1 < attempts and ("already exists" in text or "duplicate column" in text):
+                time.sleep(0.5 + attempt)
+                continue
+            raise
