@@ -142,21 +142,16 @@ def score_rankings(questions: list[dict], rankings: list[list[int]]) -> dict[str
     return {m: np.array([values[str(i)][m] for i in range(len(questions))]) for m in REPORTED}
 
 
-def lexical_rankings(questions: list[dict], tokenize, *, query_set: bool, idf_plus_one: bool,
-                     okapi: bool = False) -> list[list[int]]:
-    from memarch.modules.stores.lexical import BM25Index
-
-    cache: dict[int, object] = {}
+def lexical_rankings(questions: list[dict], tokenize, *, query_set: bool, idf_plus_one: bool) -> list[list[int]]:
+    """Classic BM25 (the paper's formula) rankings of each question's sessions."""
+    cache: dict[int, list[list[str]]] = {}
     out = []
     for q in questions:
-        docs = cache.get(q["conv"])
-        if docs is None:
-            tokens = [tokenize(s) for s in q["sessions"]]
-            docs = cache[q["conv"]] = BM25Index(tokens) if okapi else tokens
+        if q["conv"] not in cache:
+            cache[q["conv"]] = [tokenize(s) for s in q["sessions"]]
         terms = tokenize(q["question"])
         terms = list(dict.fromkeys(terms)) if query_set else terms
-        scores = docs.scores(terms) if okapi else classic_bm25(docs, terms, idf_plus_one=idf_plus_one)
-        out.append(ranking(np.asarray(scores, dtype=float)))
+        out.append(ranking(classic_bm25(cache[q["conv"]], terms, idf_plus_one=idf_plus_one)))
     return out
 
 
@@ -232,24 +227,15 @@ def module_rankings(bench, questions: list[dict], model: str, configs: list[dict
     return out
 
 
-def zscore(x: np.ndarray) -> np.ndarray:
-    sd = x.std()
-    return (x - x.mean()) / sd if sd > 0 else np.zeros_like(x)
-
-
-def rrf_ranks(x: np.ndarray) -> np.ndarray:
-    ranks = np.empty(len(x))
-    ranks[ranking(x)] = np.arange(1, len(x) + 1)
-    return ranks
-
-
 def fused(lex: list[np.ndarray], dense: list[np.ndarray], alpha: float, how: str) -> list[list[int]]:
+    """Per question, the sessions by alpha x norm(bm25) + (1 - alpha) x norm(dense), the normalisation
+    the retrievers use (z-scores, or reciprocal ranks with k 60)."""
+    from memarch.modules.retrievers._fusion import reciprocal_ranks, zscores
+
+    norm = zscores if how == "zscore" else reciprocal_ranks
     out = []
     for a, d in zip(lex, dense):
-        if how == "zscore":
-            s = alpha * zscore(a) + (1 - alpha) * zscore(d)
-        else:
-            s = alpha / (60 + rrf_ranks(a)) + (1 - alpha) / (60 + rrf_ranks(d))
+        s = alpha * norm(a) + (1 - alpha) * norm(d)
         out.append(ranking(s))
     return out
 
@@ -321,10 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     add("... + memarch's tokenizer", captions, lexical_rankings(captions, tokenize, query_set=True, idf_plus_one=True))
     add("... + query terms counted, not a set", captions,
         lexical_rankings(captions, tokenize, query_set=False, idf_plus_one=True))
-    add("... + BM25Okapi idf (no +1, floored)", captions, lexical_rankings(captions, tokenize, query_set=False,
-                                                                          idf_plus_one=False, okapi=True))
-    bm25 = add("bm25 (memarch), lenient evidence", ours, lexical_rankings(ours, tokenize, query_set=False,
-                                                                          idf_plus_one=False, okapi=True))
+    add("... + BM25Okapi idf (no +1, floored)", captions, [ranking(s) for s in lexical_scores(captions)])
+    lex = lexical_scores(ours)
+    bm25 = add("bm25 (memarch), lenient evidence", ours, [ranking(s) for s in lex])
     chosen_text = ""
     per_cat_rows = {}
     if not args.no_dense:
@@ -332,7 +317,6 @@ def main(argv: list[str] | None = None) -> int:
         pooled = {}
         for pooling in ("mean", "max", "top-3 mean"):
             pooled[pooling] = add(f"dense {pooling} ({args.embedder})", ours, [ranking(s) for s in dense[pooling]])
-        lex = lexical_scores(ours)
         for pooling in ("max", "top-3 mean"):
             for how in ("zscore", "rrf"):
                 per_alpha = {a: score_rankings(ours, fused(lex, dense[pooling], a, how)) for a in ALPHAS}

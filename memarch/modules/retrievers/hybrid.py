@@ -11,6 +11,7 @@ from memarch.modules.retrievers._config import settings
 from memarch.modules.stores.lexical import lexical_index
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.retrievers._eligibility import eligible_fn
+from memarch.modules.retrievers._fusion import zscores
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
 from memarch.modules.retrievers._aware import AWARENESS
@@ -121,9 +122,7 @@ def _zscore_fusion(ranked: tuple, cfg: dict[str, Any]):
     zs: dict[str, dict[str, float]] = {}
     floors: dict[str, float] = {}
     for side, hits in ranked:
-        scores = np.array([float(score) for _, score in hits], dtype=np.float64)
-        sd = float(scores.std()) if len(scores) else 0.0
-        z = (scores - scores.mean()) / sd if sd > 0 else np.zeros(len(scores))
+        z = zscores(np.array([float(score) for _, score in hits], dtype=np.float64))
         floors[side] = float(z.min()) if len(z) else 0.0
         zs[side] = {}
         for rank, ((item, score), value) in enumerate(zip(hits, z.tolist()), start=1):

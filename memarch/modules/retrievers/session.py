@@ -15,6 +15,7 @@ import numpy as np
 from memarch.modules.retrievers._aware import AWARENESS
 from memarch.modules.retrievers._config import settings
 from memarch.modules.retrievers._eligibility import eligible_fn
+from memarch.modules.retrievers._fusion import reciprocal_ranks, zscores
 from memarch.modules.retrievers._packing import PACKING
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.stores.base import Store
@@ -24,9 +25,6 @@ from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.retrieval import ScoredItem
-
-RRF_K = 60
-
 
 @register("retriever", "session", rank=7, needs_embeddings=True, families="conversation",
           description="session first: sessions ranked by their best items' cosine fused with session BM25, "
@@ -130,20 +128,9 @@ def _pool(values: list[float], pooling: int) -> float:
     return values[0] if pooling == 0 else float(np.mean(values[:3]))
 
 
-def _z(x: np.ndarray) -> np.ndarray:
-    sd = float(x.std())
-    return (x - x.mean()) / sd if sd > 0 else np.zeros(len(x))
-
-
-def _rrf(x: np.ndarray) -> np.ndarray:
-    ranks = np.empty(len(x))
-    ranks[np.argsort(-x, kind="stable")] = np.arange(1, len(x) + 1)
-    return 1.0 / (RRF_K + ranks)
-
-
 def _fuse(dense: np.ndarray, lexical: np.ndarray, cfg: dict[str, Any]) -> np.ndarray:
-    norm = _z if int(cfg["fusion"]) == 1 else _rrf
-    return float(cfg["dense_weight"]) * norm(dense) + norm(np.asarray(lexical, dtype=np.float64))
+    norm = zscores if int(cfg["fusion"]) == 1 else reciprocal_ranks
+    return float(cfg["dense_weight"]) * norm(dense) + norm(lexical)
 
 
 # Per store: (namespace, version, sessions) -> the session BM25 index (one entry, dies with the store).
