@@ -144,7 +144,9 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
     with ``read_items`` and ``top_k`` of the read that failed — the evidence of a numeric move
     such as "retrieve.top_k 4 -> 8". A fusing retriever's ranks of that item on each side
     (``gold_dense_rank`` / ``gold_lexical_rank``, None where a side did not rank it) are kept too:
-    the evidence of "retrieve.fusion rrf -> zscore" (the sides disagree on the gold).
+    the evidence of "retrieve.fusion rrf -> zscore" (the sides disagree on the gold). Items written
+    by episodes (a conversation's sessions) add ``gold_session_rank`` / ``gold_rank_in_sessions``
+    (`_session_ranks`), the evidence of "retrieve -> session".
     ``read`` is ``program.read``-like; reads never change memory.
     """
     depth = max(2 * int(top_k), 20)
@@ -157,7 +159,25 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
     trace = found[1].trace if found else {}
     if "dense_rank" in trace and "lexical_rank" in trace:
         out["gold_dense_rank"], out["gold_lexical_rank"] = trace["dense_rank"], trace["lexical_rank"]
+    if found is not None and found[1].item.episode_id:
+        out.update(_session_ranks([s.item for s in deeper.items[:found[0]]]))
     return out
+
+
+TOP_SESSIONS = 3  # the sessions a session-first read keeps by default (`session` retriever, ``sessions``)
+
+
+def _session_ranks(ranked: list[MemoryItem]) -> dict[str, int]:
+    """For a deeper read cut at the gold item (its last element): ``gold_session_rank``, the rank of
+    the gold item's session (its episode) among the read's sessions ordered by their best item, and
+    ``gold_rank_in_sessions``, the gold item's rank once the items of sessions outside the first
+    `TOP_SESSIONS` are dropped — the evidence of "retrieve -> session": the gold's session was found
+    but other sessions' items pushed its turn out of the context."""
+    order = list(dict.fromkeys(it.episode_id or it.id for it in ranked))
+    top = set(order[:TOP_SESSIONS])
+    gold = ranked[-1].episode_id
+    return {"gold_session_rank": order.index(gold) + 1,
+            "gold_rank_in_sessions": sum(1 for it in ranked if (it.episode_id or it.id) in top)}
 
 
 def attribution_rows(result) -> list[dict[str, Any]]:
@@ -166,5 +186,6 @@ def attribution_rows(result) -> list[dict[str, Any]]:
              **{k: v for k, v in o.evidence.items() if k in ("gold", "lost", "encoded", "stored",
                                                               "retrieved_sources", "reason", "question",
                                                               "gold_rank", "rank_depth", "read_items", "top_k",
-                                                              "gold_dense_rank", "gold_lexical_rank")}}
+                                                              "gold_dense_rank", "gold_lexical_rank",
+                                                              "gold_session_rank", "gold_rank_in_sessions")}}
             for o in result.outcomes if not o.success]

@@ -2,13 +2,16 @@
 per-query traces ("retrieve.top_k 4 -> 8: 31% of the retrieve failures had the gold item at rank
 5-8"; "retrieve.pack items -> sentences: the gold was ranked but cut by the budget"; "retrieve.fusion
 rrf -> zscore: dense and lexical disagreed on the gold"; "retrieve.time_weight 0 -> 1: the failures
-asked about a time"), and, without
-such evidence, one coordinate step of a knob of the leader."""
+asked about a time"; and the module move "retrieve: hybrid -> session" of session_move.py), and,
+without such evidence, one coordinate step of a knob of the leader. A step the ledger refuted is
+never repeated from another parent, and the knob's next step goes the other way first."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memarch.optimizers.samplers.guided.edits import describe
+from memarch.optimizers.samplers.guided.moves import NumericMove, backed
+from memarch.optimizers.samplers.guided.session_move import session_move, with_session_reading
 from memarch.optimizers.search.proposal import Proposal
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.trial import TrialResult
@@ -16,33 +19,6 @@ from memarch.pipeline.trial import TrialResult
 if TYPE_CHECKING:
     from memarch.optimizers.search.param_space import ParamSpace
     from memarch.pipeline.knobs import Knob
-
-MIN_SHARE = 0.2  # share of the retrieve failures a move must be able to recover
-MIN_QUERIES = 2
-
-
-@dataclass
-class NumericMove:
-    """A recommended knob change with the evidence behind it.
-
-    Example::
-
-        NumericMove("retrieve.top_k", 4, 8, share=0.31, recovered=11, failures=35,
-                    text="retrieve.top_k 4 -> 8: 31% of the retrieve failures had the gold item at rank 5-8")
-    """
-
-    key: str
-    before: float | int
-    after: float | int
-    share: float
-    recovered: int
-    failures: int
-    text: str
-    evidence_ids: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def _knob(space: "ParamSpace", arch: Architecture, key: str) -> tuple[str, "Knob"] | None:
     """(optuna name, Knob) of ``key`` on the modules ``arch`` chooses."""
@@ -74,7 +50,7 @@ def top_k_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
         return None
     hits = [o for o in failures if o.evidence["read_items"] >= top_k and o.evidence["gold_rank"] is not None
             and top_k < o.evidence["gold_rank"] <= after]
-    return _backed("retrieve.top_k", top_k, after, hits, failures, f"retrieve.top_k {top_k} -> {after}",
+    return backed("retrieve.top_k", top_k, after, hits, failures, f"retrieve.top_k {top_k} -> {after}",
                    f"had the gold item at rank {top_k + 1}-{after}")
 
 
@@ -103,7 +79,7 @@ def pack_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
         return None
     hits = [o for o in failures if o.evidence["gold_rank"] is not None
             and o.evidence["read_items"] < o.evidence["gold_rank"] <= o.evidence["top_k"]]
-    return _backed(key, 0, 1, hits, failures, move,
+    return backed(key, 0, 1, hits, failures, move,
                    "had the gold item ranked within top_k but cut by the context budget")
 
 
@@ -128,7 +104,7 @@ def fusion_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
 
     hits = [o for o in failures if within(o.evidence["gold_dense_rank"], o.evidence["top_k"])
             != within(o.evidence["gold_lexical_rank"], o.evidence["top_k"])]
-    return _backed("retrieve.fusion", 0, 1, hits, failures, "retrieve.fusion rrf -> zscore",
+    return backed("retrieve.fusion", 0, 1, hits, failures, "retrieve.fusion rrf -> zscore",
                    "had one side rank the gold within top_k and the other not")
 
 
@@ -146,19 +122,8 @@ def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
         return None
     failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"]
     hits = [o for o in failures if asks_about_time(str(o.evidence.get("question", "")))]
-    return _backed("retrieve.time_weight", 0, 1.0, hits, failures, "retrieve.time_weight 0 -> 1",
+    return backed("retrieve.time_weight", 0, 1.0, hits, failures, "retrieve.time_weight 0 -> 1",
                    "asked about a time (when, or a named period)")
-
-
-def _backed(key: str, before: float | int, after: float | int, hits: list, failures: list, move: str,
-            why: str) -> NumericMove | None:
-    """The move when its evidence holds: at least `MIN_QUERIES` hits, `MIN_SHARE` of the failures."""
-    share = len(hits) / len(failures) if failures else 0.0
-    if len(hits) < MIN_QUERIES or share < MIN_SHARE:
-        return None
-    text = f"{move}: {share:.0%} of the retrieve failures ({len(hits)} of {len(failures)}) {why}"
-    return NumericMove(key, before, after, round(share, 4), len(hits), len(failures), text,
-                       [o.query_id for o in hits[:5]])
 
 
 def with_knob(space: "ParamSpace", arch: Architecture, key: str, value: float | int) -> Architecture | None:
@@ -172,25 +137,33 @@ def with_knob(space: "ParamSpace", arch: Architecture, key: str, value: float | 
 
 
 def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str], *, primary: str = "",
-                      inert: set[str] = frozenset(), inert_knobs: set[str] = frozenset()
-                      ) -> tuple[NumericMove | None, list[Proposal]]:
+                      inert: set[str] = frozenset(), inert_knobs: set[str] = frozenset(),
+                      dead_ends: set[str] = frozenset()) -> tuple[NumericMove | None, list[Proposal]]:
     """The round's numeric proposal (at most one) for the leader: the trace-backed move when there
-    is one, else one untried coordinate step of a knob (modules the gradient points at first, then
-    the shared levers still off, then the other shared knobs; knobs of inert modules, and
-    ``inert_knobs`` whose moves changed nothing measured, never).
-    ``blocked``: keys already tried, running or queued."""
+    is one (a knob's, or ``retrieve -> session``), else one untried coordinate step of a knob
+    (modules the gradient points at first, then the shared levers still off, then the other shared
+    knobs; knobs of inert modules, and ``inert_knobs`` whose moves changed nothing measured, never).
+    ``blocked``: keys already tried, running or queued. ``dead_ends``: the ledger's edits that hurt
+    (or changed nothing): never proposed again from another parent, and a knob steps away from a
+    change of it that hurt first (`_away_from_harm`)."""
     arch = leader.architecture
     if arch is None or space.mode != "full":
         return None, []
     parent = arch.key()
     move = None
     for found in (top_k_move(leader, space), pack_move(leader, space), fusion_move(leader, space),
-                  time_move(leader, space)):
+                  time_move(leader, space), session_move(leader, space)):
         move = move or found
-        cand = with_knob(space, arch, found.key, found.after) if found is not None else None
-        if cand is not None and cand.key() not in blocked:
-            return found, [Proposal(cand, role="exploit", edit=f"{found.key}: {found.before} -> {found.after}",
-                                    parent=parent, reason=found.text)]
+        if found is None or f"{found.key}: {found.before} -> {found.after}" in dead_ends:
+            continue
+        if found.key == "retrieve":  # a module move: the edit text also names any knob it drops
+            cand = with_session_reading(space, arch)
+            edit = describe(arch, cand) if cand is not None else ""
+        else:
+            cand = with_knob(space, arch, found.key, found.after)
+            edit = f"{found.key}: {found.before} -> {found.after}"
+        if cand is not None and cand.key() not in blocked and edit not in dead_ends:
+            return found, [Proposal(cand, role="exploit", edit=edit, parent=parent, reason=found.text)]
     params = space.to_params(arch)
     chosen = [(key, knob) for _, key, knob in space.chosen_knobs(params)
               if key.split(".", 1)[0].split(":", 1)[0] not in inert and key not in inert_knobs
@@ -203,12 +176,34 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
                                 not kk[1].group))
     for key, knob in chosen:
         current = current_of[key]
-        for value in space.knob_steps(key, knob, current):
+        for value in _away_from_harm(key, current, space.knob_steps(key, knob, current), dead_ends):
+            edit = f"{key}: {current} -> {value}"
             cand = with_knob(space, arch, key, value)
-            if cand is not None and cand.key() not in blocked:
-                return move, [Proposal(cand, role="explore", edit=f"{key}: {current} -> {value}", parent=parent,
+            if cand is not None and cand.key() not in blocked and edit not in dead_ends:
+                return move, [Proposal(cand, role="explore", edit=edit, parent=parent,
                                        reason="one coordinate step of a knob")]
     return move, []
+
+
+def _away_from_harm(key: str, current: Any, values: list, dead_ends: set[str]) -> list:
+    """A knob's steps from ``current``, the direction of no step that hurt first: when the ledger
+    refuted ``key: current -> v`` (from any parent) the steps on v's side come last, so the search
+    rolls back towards the other side instead of repeating the change that hurt."""
+    hurt = [_number(e.rsplit(" -> ", 1)[1]) for e in dead_ends if e.startswith(f"{key}: {current} -> ")]
+    hurt = [v for v in hurt if v is not None]
+    if not hurt or not isinstance(current, (int, float)):
+        return values
+
+    def towards_harm(value: Any) -> bool:
+        return any((h - current) * (value - current) > 0 for h in hurt)
+    return sorted(values, key=towards_harm)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _idle_packing_knob(key: str, arch: Any, space: "ParamSpace") -> bool:

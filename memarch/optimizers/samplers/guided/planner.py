@@ -89,7 +89,8 @@ class RoundPlanner:
         move, numeric = None, []
         if search_space is not None and search_space.mode == "full":
             move, numeric = numeric_proposals(search_space, leader.result, tried, primary=gradient.primary_signal,
-                                              inert=inert, inert_knobs=ledger.inert_knobs())
+                                              inert=inert, inert_knobs=ledger.inert_knobs(),
+                                              dead_ends=ledger.dead_ends())
         more = k - len(numeric)
         proposals = numeric + (self.proposals_for(leader, history, space, state, front, diagnosis, gradient, k=more,
                                                   taken=set(taken or ()) | {p.architecture.key() for p in numeric})
