@@ -53,7 +53,7 @@ def test_session_scores_equal_a_direct_fusion(hash_resources):
     session's joined tokens."""
     store = _store(hash_resources)
     query = Query("where does Ann work, the bakery?")
-    ranked = SessionRetriever(hash_resources, sessions=3, dense_weight=1.5).rank(query, store, 9)
+    ranked = SessionRetriever(hash_resources, sessions=3, dense_weight=1.5, item_lexical_weight=0).rank(query, store, 9)
     qv = hash_resources.embedder.embed_one(query.text)
     names = sorted(SESSIONS)
     dense = np.array([max(float(hash_resources.embedder.embed_one(t) @ qv) for t in SESSIONS[s]) for s in names])
@@ -67,6 +67,29 @@ def test_session_scores_equal_a_direct_fusion(hash_resources):
     by_session = {s.item.episode_id: s.trace["session_score"] for s in ranked}
     for j, s in enumerate(names):
         assert by_session[s] == pytest.approx(fused[j], abs=1e-5)
+
+
+def test_the_best_items_bm25_joins_the_session_score(hash_resources):
+    """With ``item_lexical_weight`` w the session score adds w x z(the BM25 of its best item, an index
+    over every item); the defaults use it (w 1, dense_weight 0.8)."""
+    store = _store(hash_resources)
+    query = Query("where does Ann work, the bakery?")
+    names = sorted(SESSIONS)
+    qv = hash_resources.embedder.embed_one(query.text)
+    dense = np.array([max(float(hash_resources.embedder.embed_one(t) @ qv) for t in SESSIONS[s]) for s in names])
+    terms = tokenize(query.text)
+    lexical = np.asarray(BM25Index([[w for t in SESSIONS[s] for w in tokenize(t)] for s in names]).scores(terms))
+    flat = [(s, t) for s in names for t in SESSIONS[s]]
+    per_item = np.asarray(BM25Index([tokenize(t) for _, t in flat]).scores(terms))
+    best = np.array([max(v for (s2, _), v in zip(flat, per_item) if s2 == s) for s in names])
+    z = lambda x: (x - x.mean()) / x.std() if x.std() > 0 else np.zeros(len(x))  # noqa: E731
+    for kwargs, (dw, w) in (({"item_lexical_weight": 0.5, "dense_weight": 1.0}, (1.0, 0.5)), ({}, (0.8, 1.0))):
+        ranked = SessionRetriever(hash_resources, sessions=3, **kwargs).rank(query, store, 9)
+        fused = dw * z(dense) + z(lexical) + w * z(best)
+        by_session = {s.item.episode_id: s.trace["session_score"] for s in ranked}
+        for j, s in enumerate(names):
+            assert by_session[s] == pytest.approx(fused[j], abs=1e-5)
+    assert not np.allclose(z(best), z(lexical))  # the best item ranks the sessions differently
 
 
 def test_never_reads_the_asking_episode(hash_resources):

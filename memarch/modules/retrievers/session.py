@@ -34,8 +34,10 @@ from memarch.pipeline.retrieval import ScoredItem
                       description="session: a session's dense score, 0 the max over its items, 1 the mean of its best 3"),
                  Knob("fusion", "int", 0, 1, default=1,
                       description="session: how dense and BM25 fuse, 0 reciprocal rank, 1 weighted z-scores"),
-                 Knob("dense_weight", "float", 0.25, 4.0, log=True, default=1.5,
-                      description="session: weight of the dense side (BM25's is 1; 1.5 is a BM25 share of 0.4)"),
+                 Knob("dense_weight", "float", 0.25, 4.0, log=True, default=0.8,
+                      description="session: weight of the dense side (the session BM25's is 1)"),
+                 Knob("item_lexical_weight", "float", 0.0, 2.0, default=1.0,
+                      description="session: weight of the BM25 of a session's best item (MaxP; 0 off)"),
                  *PACKING, *AWARENESS))
 class SessionRetriever(Retriever):
     """Sessions first, then their items.
@@ -44,7 +46,9 @@ class SessionRetriever(Retriever):
     its own). Its dense score pools the cosines of its eligible items (``pooling``: 0 max, 1 mean of
     the best three); its lexical score is BM25 over its items' tokens joined (one document per
     session, rebuilt when the namespace changes). Both are fused (``fusion``: 1 weighted z-scores
-    over the namespace's sessions, 0 reciprocal rank) with ``dense_weight`` against BM25's 1. The
+    over the namespace's sessions, 0 reciprocal rank) with ``dense_weight`` against BM25's 1; with
+    ``item_lexical_weight`` > 0 the BM25 of the session's best item (the namespace's item index:
+    passage-level evidence, "MaxP") joins the sum with that weight. The
     items of the ``sessions`` best sessions are then ranked by the same fusion of their own cosine
     and BM25, each item's trace naming its session's rank.
 
@@ -54,7 +58,11 @@ class SessionRetriever(Retriever):
     """
 
     name = "session"
-    DEFAULTS: ClassVar[dict[str, Any]] = {"sessions": 3, "pooling": 0, "fusion": 1, "dense_weight": 1.5}
+    # dense_weight 0.8 and item_lexical_weight 1.0: the best session Hit@1 on LoCoMo's search-split
+    # conversations (docs/benchmarks.md, "Session-level retrieval, like for like"); the published
+    # two-signal fusion is dense_weight 1.5, item_lexical_weight 0 (a BM25 share of 0.4).
+    DEFAULTS: ClassVar[dict[str, Any]] = {"sessions": 3, "pooling": 0, "fusion": 1, "dense_weight": 0.8,
+                                          "item_lexical_weight": 1.0}
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__(resources, **config)
@@ -76,8 +84,16 @@ class SessionRetriever(Retriever):
             groups.setdefault(session_of(it), []).append(it.id)
         names = list(groups)
         pooled = np.array([_pool([cosine[i] for i in groups[s]], int(cfg["pooling"])) for s in names])
-        lexical = _session_bm25(store, ns, groups, items, tokenize(query.text))
+        terms = tokenize(query.text)
+        lexical = _session_bm25(store, ns, groups, items, terms)
         fused = _fuse(pooled, lexical, cfg)
+        weight = float(cfg["item_lexical_weight"])
+        if weight > 0:  # passage-level evidence: the session's best item by BM25 (MaxP)
+            index = lexical_index(store, ns)
+            per_slot = np.asarray(index.bm25.scores(terms), dtype=np.float64)
+            best = np.array([max(per_slot[index.slot_of[i]] if i in index.slot_of else 0.0 for i in groups[s])
+                             for s in names])
+            fused = fused + weight * _norm(cfg)(best)
         order = sorted(range(len(names)), key=lambda j: (-fused[j], j))
         return SessionRanking([names[j] for j in order], [float(fused[j]) for j in order], groups, cosine, items)
 
@@ -128,8 +144,12 @@ def _pool(values: list[float], pooling: int) -> float:
     return values[0] if pooling == 0 else float(np.mean(values[:3]))
 
 
+def _norm(cfg: dict[str, Any]):
+    return zscores if int(cfg["fusion"]) == 1 else reciprocal_ranks
+
+
 def _fuse(dense: np.ndarray, lexical: np.ndarray, cfg: dict[str, Any]) -> np.ndarray:
-    norm = zscores if int(cfg["fusion"]) == 1 else reciprocal_ranks
+    norm = _norm(cfg)
     return float(cfg["dense_weight"]) * norm(dense) + norm(lexical)
 
 

@@ -50,7 +50,7 @@ class GuidedSampler(BaseSampler):
     coordinate edits; the next ``k`` trials take them one by one. It never proposes an architecture
     the study already holds (evaluated, running, queued or failed): such proposals are dropped,
     counted in ``dropped`` and logged. Until the study has ``min_history`` evaluated
-    architectures, and whenever a round has nothing left to propose, trials come from
+    architectures (complete or stopped by a pruner, at least one complete), and whenever a round has nothing left to propose, trials come from
     ``independent_sampler`` (random by default), so the study always makes progress. A higher
     objective is better: a minimising single-objective study is refused (`MemarchError`); completed
     trials whose objective recorded no outcomes are counted (``unrecorded_trials``) and warned about
@@ -78,7 +78,8 @@ class GuidedSampler(BaseSampler):
         alpha: significance of the paired sign test that guards champion changes.
         objectives: the study's objectives (default: those a memarch study stores, else quality);
             with several, each round edits members of their Pareto front (see `RoundPlanner`).
-        min_history: evaluated architectures needed before the first guided round (default ``k``).
+        min_history: evaluated architectures needed before the first guided round (default ``k``;
+            pruned ones count, and at least one must be complete).
         independent_sampler: where trials come from before that, and when a round is empty.
     """
 
@@ -114,7 +115,10 @@ class GuidedSampler(BaseSampler):
         check_direction(study, type(self).__name__)
         history = History.from_study(study, self._cache)
         self._check_recorded(study, history)
-        if len(history) < self.min_history:
+        # A trial a pruner stopped counts as evaluated (its partial outcomes feed the ledger): with the
+        # warm start's presets pruned, waiting for k complete ones drew tens of random trials. A round
+        # still needs one complete trial to edit.
+        if not history.records or len(history) + len(history.partial) < self.min_history:
             self.fallback_trials += 1
             return {}
         held = self.space.keys_in(study, exclude=trial.number)

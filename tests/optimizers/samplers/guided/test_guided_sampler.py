@@ -140,3 +140,32 @@ def test_a_retry_that_succeeds_counts_no_lm_fallback(space):
     assert stats["diagnoser_lm_fallbacks"] == stats["proposer_lm_fallbacks"] == 0
     assert sampler.planner.diagnoser.lm_requests == 1 and sampler.planner.proposer.lm_requests == 1
     assert sampler.planner.diagnoser.fallbacks == sampler.planner.proposer.fallbacks == 0
+
+
+def test_trials_a_pruner_stopped_count_towards_the_first_round(space):
+    """Warm-start trials a pruner stopped are evaluated architectures: with one complete and two
+    stopped (k 3) the next trial is a guided round's, not the independent sampler's. Without a
+    complete one there is nothing to edit, and the independent sampler draws."""
+    metric = SyntheticMetric(n_queries=40)
+
+    def objective(trial):
+        arch = space.suggest(trial)
+        if not space.is_valid(arch):
+            raise optuna.TrialPruned("invalid")
+        value = memarch.record_result(trial, arch, metric(arch, "search"))
+        if trial.number in stopped:
+            trial.set_user_attr("fidelity", 0.2)
+            raise optuna.TrialPruned("stopped at the first rung")
+        return value
+
+    for stopped, guided in (({1, 2}, True), ({0, 1, 2}, False)):
+        sampler = memarch.GuidedSampler(space, seed=0, k=3)
+        study = optuna.create_study(direction="maximize", sampler=sampler)
+        for arch in (Architecture(("tip",), "json", "hybrid", "lightweight"),
+                     Architecture(("insight",), "json", "hybrid", "lightweight"),
+                     Architecture(("tip", "insight"), "json", "hybrid", "lightweight")):
+            study.enqueue_trial(space.to_params(arch))
+        study.optimize(objective, n_trials=4)
+        assert len(History.from_study(study).partial) == len(stopped)
+        assert (study.trials[3].system_attrs.get("memarch:role") is not None) is guided, stopped
+        assert bool(sampler.rounds) is guided
