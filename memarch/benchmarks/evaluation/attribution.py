@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
+from memarch.modules.retrievers.session import SessionRetriever, session_of
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.trial import MODULES
 
@@ -164,7 +165,7 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
     return out
 
 
-TOP_SESSIONS = 3  # the sessions a session-first read keeps by default (`session` retriever, ``sessions``)
+TOP_SESSIONS = SessionRetriever.DEFAULTS["sessions"]  # the sessions a session-first read keeps by default
 
 
 def _session_ranks(ranked: list[MemoryItem]) -> dict[str, int]:
@@ -173,11 +174,10 @@ def _session_ranks(ranked: list[MemoryItem]) -> dict[str, int]:
     ``gold_rank_in_sessions``, the gold item's rank once the items of sessions outside the first
     `TOP_SESSIONS` are dropped — the evidence of "retrieve -> session": the gold's session was found
     but other sessions' items pushed its turn out of the context."""
-    order = list(dict.fromkeys(it.episode_id or it.id for it in ranked))
+    order = list(dict.fromkeys(session_of(it) for it in ranked))
     top = set(order[:TOP_SESSIONS])
-    gold = ranked[-1].episode_id
-    return {"gold_session_rank": order.index(gold) + 1,
-            "gold_rank_in_sessions": sum(1 for it in ranked if (it.episode_id or it.id) in top)}
+    return {"gold_session_rank": order.index(session_of(ranked[-1])) + 1,
+            "gold_rank_in_sessions": sum(1 for it in ranked if session_of(it) in top)}
 
 
 def attribution_rows(result) -> list[dict[str, Any]]:

@@ -297,6 +297,12 @@ class LexicalIndex:
             got = self._counts[slot] = (tuple(Counter(words).items()), max(len(words), 1))
         return got
 
+    def scores_of(self, tokens: Sequence[str], ids: Sequence[str]) -> np.ndarray:
+        """BM25 of each item of ``ids`` for ``tokens`` (0 for one the index does not hold): one
+        vectorised pass over the postings, no ranking."""
+        per_slot = np.asarray(self.bm25.scores(tokens), dtype=np.float64)
+        return np.array([per_slot[self.slot_of[i]] if i in self.slot_of else 0.0 for i in ids], dtype=np.float64)
+
     @property
     def items(self) -> list["MemoryItem"]:
         """The indexed items, in insertion order."""

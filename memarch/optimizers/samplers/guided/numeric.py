@@ -154,15 +154,15 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
     for found in (top_k_move(leader, space), pack_move(leader, space), fusion_move(leader, space),
                   time_move(leader, space), session_move(leader, space)):
         move = move or found
-        if found is None or f"{found.key}: {found.before} -> {found.after}" in dead_ends:
+        if found is None:
             continue
+        head = f"{found.key}: {found.before} -> {found.after}"
         if found.key == "retrieve":  # a module move: the edit text also names any knob it drops
             cand = with_session_reading(space, arch)
-            edit = describe(arch, cand) if cand is not None else ""
+            edit = describe(arch, cand) if cand is not None else head
         else:
-            cand = with_knob(space, arch, found.key, found.after)
-            edit = f"{found.key}: {found.before} -> {found.after}"
-        if cand is not None and cand.key() not in blocked and edit not in dead_ends:
+            cand, edit = with_knob(space, arch, found.key, found.after), head
+        if cand is not None and cand.key() not in blocked and not {head, edit} & dead_ends:
             return found, [Proposal(cand, role="exploit", edit=edit, parent=parent, reason=found.text)]
     params = space.to_params(arch)
     chosen = [(key, knob) for _, key, knob in space.chosen_knobs(params)
