@@ -2,6 +2,7 @@
 into IVF when it grows large, with remove/reconstruct and byte-exact serialisation."""
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import os
@@ -51,6 +52,9 @@ class DenseIndex:
         self.to_int: dict[str, int] = {}
         self.to_item: dict[int, str] = {}
         self.next_id = 0
+        self._changes = 0  # every add, remove and IVF switch: what `digest` is remembered against
+        self._digest: tuple[int, str] | None = None
+        self._row_hash: dict[int, bytes] = {}  # int id -> hash of its vector (flat: `digest`'s parts)
 
     def __len__(self) -> int:
         return len(self.to_int)
@@ -79,6 +83,7 @@ class DenseIndex:
             self.to_int[iid] = n
             self.to_item[n] = iid
         self.index.add_with_ids(vectors, ints)
+        self._changes += 1
         if self.kind == "ivf" and not self.is_ivf and len(self) >= self.ivf_min_items:
             self._train_ivf()
 
@@ -86,8 +91,10 @@ class DenseIndex:
         ints = [self.to_int.pop(i) for i in item_ids if i in self.to_int]
         for n in ints:
             del self.to_item[n]
+            self._row_hash.pop(n, None)
         if ints:
             self.index.remove_ids(np.asarray(ints, dtype=np.int64))
+            self._changes += 1
 
     def _train_ivf(self) -> None:
         """Swap the exact index for an IVF one trained on the current vectors (same int ids)."""
@@ -105,6 +112,7 @@ class DenseIndex:
         ivf.nprobe = self.nprobe
         ivf.add_with_ids(vectors, ints)
         self.index, self.is_ivf = ivf, True
+        self._changes += 1
         logger.info("dense index switched to IVF (%d lists) at %d vectors", nlist, len(ints))
 
     # -- reads ------------------------------------------------------------------------------------
@@ -155,6 +163,27 @@ class DenseIndex:
         scores = self.vectors(ids) @ np.asarray(vector, dtype=np.float32)
         top = np.argsort(-scores, kind="stable")[:k]
         return [(ids[j], float(scores[j])) for j in top]
+
+    def digest(self) -> str:
+        """A sha256 that differs whenever `to_bytes` does for the same ids: the vectors in storage
+        order, and once IVF its trained lists. Remembered until the next add, remove or IVF switch,
+        and for a flat index built from each vector's own hash, made once per vector: a state digest
+        at every read point neither serialises nor rehashes an unchanged index. A flat index keeps
+        its vectors in the order of their integer ids (ids only grow; a removal keeps the order), so
+        the hashes walked in that order stand for the serialised vectors."""
+        if self._digest is None or self._digest[0] != self._changes:
+            if self.is_ivf:
+                value = "ivf:" + hashlib.sha256(self.to_bytes()).hexdigest()
+            else:
+                rows = self._row_hash
+                missing = [n for n in self.to_item if n not in rows]
+                if missing:
+                    vecs = self.index.reconstruct_batch(np.asarray(missing, dtype=np.int64))
+                    for n, row in zip(missing, vecs):
+                        rows[n] = hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+                value = "flat:" + hashlib.sha256(b"".join(rows[n] for n in self.to_item)).hexdigest()
+            self._digest = (self._changes, value)
+        return self._digest[1]
 
     # -- persistence ------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:

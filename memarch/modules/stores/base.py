@@ -15,6 +15,7 @@ import numpy as np
 from memarch.errors import DataError
 from memarch.modules.stores._dense_rows import DenseRows
 from memarch.modules.stores._journal import ChangeJournal
+from memarch.modules.stores._record_digests import RecordDigests
 from memarch.pipeline.files import atomic_write_json, read_json
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.resources import Resources
@@ -63,13 +64,6 @@ def _where_key(where: Where | None) -> tuple | None:
     return tuple(key)
 
 
-def _record_state(item: MemoryItem, actors: Mapping[str, str]) -> tuple:
-    """One record as plain values: everything a read may look at, usage and lineage included."""
-    lineage = [(e.action, actors.get(e.actor, e.actor), e.reason, e.related, e.at, e.data) for e in item.lineage]
-    return (item.id, item.text, item.kind, item.fields, item.episode_id, item.source_ids, item.outcome,
-            item.event_time, item.namespace, item.key, item.status, vars(item.usage), lineage)
-
-
 class Store(dspy.Module):
     """Base store: items per namespace (user / agent id); namespaces never see each other."""
 
@@ -93,6 +87,7 @@ class Store(dspy.Module):
         self._journal = ChangeJournal()
         self._dense_cache: dict[str, DenseRows] = {}
         self._where_cache: dict[str, dict[tuple, tuple[int, set[str]]]] = {}  # `matching_ids`
+        self._record_digests = RecordDigests()  # `state_digest`'s records part, rehashed per change
 
     # -- index hooks (override in subclasses) ----------------------------------------------------
     def _index_add(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray | None) -> None:
@@ -287,9 +282,11 @@ class Store(dspy.Module):
                      actors: Mapping[str, str] | None = None) -> dict[str, Any] | None:
         """Everything a read of ``namespace`` can observe, as named parts of plain values (str,
         numbers, bool, None, lists, tuples, dicts) to hash at once (they hold live objects):
-        ``records`` (every record, inactive ones too, in storage order), then each subclass's own
-        index state. Equal parts, equal reads. None when this class does not say its parts cover
-        all its state (a subclass with state of its own).
+        ``records`` (the sha256 of every record's state — usage and lineage included, inactive
+        records too — in storage order; `RecordDigests` rehashes only the records changed since
+        the last digest), then each subclass's own index state. Equal parts, equal reads. None when
+        this class does not say its parts cover all its state (a subclass with state of its own).
+        Raises ValueError when a record holds a value that is not plain.
 
         Example::
 
@@ -307,7 +304,7 @@ class Store(dspy.Module):
 
     def _digest_parts(self, namespace: str, actors: Mapping[str, str]) -> dict[str, Any]:
         """The parts of `state_digest` up to this class; a subclass adds its own after ``super()``'s."""
-        return {"records": [_record_state(it, actors) for it in self._records.get(namespace, {}).values()]}
+        return {"records": self._record_digests.of(self, namespace, actors)}
 
     # -- persistence -----------------------------------------------------------------------------
     def state(self) -> dict:
@@ -334,6 +331,7 @@ class Store(dspy.Module):
             self._journal.reset(ns, self.version(ns))
         self._dense_cache.clear()
         self._where_cache.clear()
+        self._record_digests.clear()
         self._load_extra(state.get("extra", {}), directory or Path("."))
 
     @classmethod

@@ -210,7 +210,7 @@ class VectorStore(Store):
         # The serialised FAISS index holds the vectors in storage order (ties in search follow it)
         # and, once IVF, its trained lists.
         parts["dense"] = () if index is None else (index.kind, index.is_ivf, index.next_id, list(index.to_int.items()),
-                                                    hashlib.sha256(index.to_bytes()).hexdigest())
+                                                    index.digest())
         return parts
 
     # -- persistence ------------------------------------------------------------------------------

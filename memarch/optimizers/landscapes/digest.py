@@ -37,7 +37,10 @@ def namespace_digest(store: Store, namespace: str, trace: "WriteTrace | None" = 
         trace: the write trace (what was encoded and kept), read by failure attribution.
         actor: the manager's lineage actor (``manager:<name>``), written as ``manager:*``.
     """
-    state = store.state_digest(namespace, actors={actor: SELF})
+    try:
+        state = store.state_digest(namespace, actors={actor: SELF})
+    except ValueError:  # a record value marshal cannot write: no digest, no sharing
+        return None
     if state is None:  # a store class that may keep state its parts do not cover: no digest, no sharing
         return None
     h = hashlib.sha256()
