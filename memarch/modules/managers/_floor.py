@@ -143,8 +143,11 @@ class FloorManager(Manager):
         rejected: list[MemoryItem] = []
         stored = signature_index(store, ns)  # the namespace's signatures, caught up, not re-hashed
         sigs: dict[str, MemoryItem] = {}  # this batch's admitted items, which win over stored ones
+        # Every item's near-duplicate candidates in the store, in one batch: valid while the store
+        # is unchanged (an item whose check comes after a write in this batch searches again).
+        near = _BatchSearch(store, ns, vecs, NEAR_K)
         self.begin_run()
-        for item, vec in zip(batch, vecs):
+        for j, (item, vec) in enumerate(zip(batch, vecs)):
             if self._same_id(item, store, ns, pending):
                 continue
             sig = signature(item)
@@ -156,7 +159,7 @@ class FloorManager(Manager):
             if item.key is not None and not self._upsert(item, store, ns, pending):
                 rejected.append(item)
                 continue
-            if not self._near(item, vec, store, ns, pending, pending_vecs[:len(pending)], dedup):
+            if not self._near(item, vec, store, ns, pending, pending_vecs[:len(pending)], dedup, near.row(j)):
                 rejected.append(item)
                 continue
             item.log("admitted", self.actor, at=self.at(store, ns, item.event_time), tick=tick)
@@ -224,10 +227,12 @@ class FloorManager(Manager):
         return True
 
     def _near(self, item: MemoryItem, vec: np.ndarray, store: Store, ns: str,
-              pending: list[MemoryItem], pending_vecs: np.ndarray, dedup: float) -> bool:
-        """Near-duplicate merge and opposite-outcome conflicts; False if ``item`` is not kept."""
+              pending: list[MemoryItem], pending_vecs: np.ndarray, dedup: float,
+              found: list[tuple[MemoryItem, float]] | None = None) -> bool:
+        """Near-duplicate merge and opposite-outcome conflicts; False if ``item`` is not kept.
+        ``found``: the store's `NEAR_K` nearest active items, when already searched."""
         threshold = min(dedup, self.conflict_threshold)
-        cands = store.search(vec, 8, ns, exclude=lambda it: not it.active)
+        cands = list(found) if found is not None else store.search(vec, NEAR_K, ns, exclude=_inactive)
         if pending:
             sims = pending_vecs @ vec
             cands += [(p, float(s)) for p, s in zip(pending, sims) if p.active]
@@ -372,3 +377,29 @@ def _last_touch(item: MemoryItem) -> int | None:
     if item.usage.last_used is not None and str(item.usage.last_used).isdigit():
         return int(item.usage.last_used)
     return _admitted_tick(item)
+
+
+NEAR_K = 8  # stored items a written item is compared with (its nearest active ones)
+
+
+def _inactive(item: MemoryItem) -> bool:
+    return not item.active
+
+
+class _BatchSearch:
+    """The store's `NEAR_K` nearest active items for each row of a written batch, searched in one
+    `Store.search_many` on first use; a row is served only while the namespace's version is the
+    one searched at (None after a write: the caller searches again)."""
+
+    def __init__(self, store: Store, ns: str, vecs: np.ndarray, k: int):
+        self.store, self.ns, self.vecs, self.k = store, ns, vecs, k
+        self.rows: list | None = None
+        self.version = -1
+
+    def row(self, j: int) -> list[tuple[MemoryItem, float]] | None:
+        if self.rows is None:
+            if len(self.vecs) < 2:
+                return None
+            self.version = self.store.version(self.ns)
+            self.rows = self.store.search_many(self.vecs, self.k, self.ns, exclude=_inactive)
+        return self.rows[j] if self.store.version(self.ns) == self.version else None

@@ -140,11 +140,10 @@ _LAST: "weakref.WeakKeyDictionary[Store, tuple]" = weakref.WeakKeyDictionary()
 
 def _trace(iid: str, sides: dict[str, dict[str, tuple[int, float]]], score: float, pool: int,
            fusion: str = "rrf") -> dict[str, Any]:
-    trace: dict[str, Any] = {}
-    for side in ("dense", "lexical"):
-        rank, raw = sides[side].get(iid, (None, None))
-        trace[f"{side}_rank"] = rank
-        trace[f"{side}_score"] = None if raw is None else round(float(raw), 6)
-    trace[fusion] = round(score, 6)
-    trace["pool"] = pool
-    return trace
+    # Written out (no loop over the sides, no keys built): ~25 traces a read, every read of a trial.
+    dense, lexical = sides["dense"].get(iid), sides["lexical"].get(iid)
+    return {"dense_rank": None if dense is None else dense[0],
+            "dense_score": None if dense is None else round(float(dense[1]), 6),
+            "lexical_rank": None if lexical is None else lexical[0],
+            "lexical_score": None if lexical is None else round(float(lexical[1]), 6),
+            fusion: round(score, 6), "pool": pool}

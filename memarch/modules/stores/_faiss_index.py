@@ -145,6 +145,23 @@ class DenseIndex:
         self.index.search_c(1, faiss.swig_ptr(x), k, faiss.swig_ptr(scores), faiss.swig_ptr(ints), None)
         return scores[0].tolist(), ints[0].tolist()
 
+    def hits_many(self, vectors: np.ndarray, k: int) -> list[tuple[list[float], list[int]]]:
+        """`hits` of each row, in FAISS calls of fewer rows than its BLAS threshold: FAISS then
+        scores each row on its own exactly as a one-row search does (a BLAS product, which it uses
+        for more rows, may differ in the last bits)."""
+        k = min(int(k), len(self))
+        x = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim))
+        if k <= 0:
+            return [([], []) for _ in range(len(x))]
+        step = max(1, min(int(faiss.cvar.distance_compute_blas_threshold) - 1, 256))
+        out: list[tuple[list[float], list[int]]] = []
+        for a in range(0, len(x), step):
+            rows = x[a:a + step]
+            scores, ints = np.empty((len(rows), k), np.float32), np.empty((len(rows), k), np.int64)
+            self.index.search_c(len(rows), faiss.swig_ptr(rows), k, faiss.swig_ptr(scores), faiss.swig_ptr(ints), None)
+            out.extend(zip(scores.tolist(), ints.tolist()))
+        return out
+
     def search_many(self, vectors: np.ndarray, k: int, *, nprobe: int | None = None) -> list[list[tuple[str, float]]]:
         """Top-``k`` per row; ``nprobe`` overrides the IVF lists visited (ignored while exact)."""
         k = min(int(k), len(self))

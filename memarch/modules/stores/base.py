@@ -277,6 +277,11 @@ class Store(dspy.Module):
                 break
         return out
 
+    def search_many(self, vectors: np.ndarray, k: int, namespace: str = "default", *,
+                    exclude: Callable[[MemoryItem], bool] | None = None) -> list[list[tuple[MemoryItem, float]]]:
+        """`search` of each row of ``vectors`` now (a store may answer them in one batch)."""
+        return [self.search(v, k, namespace, exclude=exclude) for v in vectors]
+
     # -- state digest ----------------------------------------------------------------------------
     def state_digest(self, namespace: str = "default", *,
                      actors: Mapping[str, str] | None = None) -> dict[str, Any] | None:

@@ -148,6 +148,9 @@ class HybridStore(VectorStore):
             return self.list(namespace, where=where)
         return [it for iid, it in recs.items() if iid in cands and it.active and matches(it, where)]
 
+    # Without ``where`` its `search` is `VectorStore.search`: `search_many` may batch it.
+    _unfiltered_search_is_vector: ClassVar[bool] = True
+
     def search(self, vector: np.ndarray, k: int, namespace: str = "default", *,
                where: Where | None = None, exclude: Callable[[MemoryItem], bool] | None = None
                ) -> list[tuple[MemoryItem, float]]:

@@ -60,9 +60,11 @@ class BM25Index:
                  epsilon: float = 0.25):
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self.vocab: dict[str, int] = {}
-        self._docs: list[np.ndarray] = []  # per term: slots holding it (a growable buffer)
-        self._tfs: list[np.ndarray] = []  # per term: its frequency in each of those slots
-        self._fill: list[int] = []  # per term: postings in use
+        # Per term: the slots holding it and its frequency in each, as lists a write extends (one
+        # C call per term), and as arrays for scoring, made again only once the lists grew.
+        self._docs: list[list[int]] = []
+        self._tfs: list[list[float]] = []
+        self._arrays: list[tuple[int, np.ndarray, np.ndarray] | None] = []  # (postings, slots, tfs)
         self._df = np.zeros(0, np.int64)  # per term: live documents holding it
         self._len = np.zeros(0, np.float64)  # per slot: document length (tokens)
         self._key = np.zeros(0, np.int64)  # per slot: tie-break rank (the caller's order)
@@ -112,8 +114,15 @@ class BM25Index:
             term, tf, slot = term[order], tf[order], slot[order]
             starts = np.r_[0, np.flatnonzero(np.diff(term)) + 1]
             ends = np.r_[starts[1:], len(term)]
+            slots, tfs, docs_of, tfs_of = slot.tolist(), tf.tolist(), self._docs, self._tfs
             for t, a, z in zip(term[starts].tolist(), starts.tolist(), ends.tolist()):
-                self._append_postings(t, slot[a:z], tf[a:z])
+                if t == len(docs_of):  # a new term (ids come in order): these are its postings
+                    docs_of.append(slots[a:z])
+                    tfs_of.append(tfs[a:z])
+                    self._arrays.append(None)
+                else:
+                    docs_of[t].extend(slots[a:z])
+                    tfs_of[t].extend(tfs[a:z])
             if len(docs) > 64:
                 self._df[:len(self.vocab)] += np.bincount(term, minlength=len(self.vocab))
             else:  # a few documents: touch their terms only, not the whole vocabulary
@@ -128,20 +137,13 @@ class BM25Index:
         self._changes += 1
         return list(range(first, first + len(docs)))
 
-    def _append_postings(self, t: int, slots: np.ndarray, tfs: np.ndarray) -> None:
-        if t == len(self._docs):  # a new term (ids come in order): these are its postings
-            self._docs.append(slots)
-            self._tfs.append(tfs)
-            self._fill.append(len(slots))
-            return
-        used, need = self._fill[t], self._fill[t] + len(slots)
-        if need > len(self._docs[t]):
-            cap = max(need, 2 * len(self._docs[t]))
-            self._docs[t] = np.concatenate([self._docs[t][:used], np.zeros(cap - used, np.int64)])
-            self._tfs[t] = np.concatenate([self._tfs[t][:used], np.zeros(cap - used)])
-        self._docs[t][used:need] = slots
-        self._tfs[t][used:need] = tfs
-        self._fill[t] = need
+    def _postings(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """Term ``t``'s slots and frequencies as arrays (slots ascending)."""
+        got = self._arrays[t]
+        if got is None or got[0] != len(self._docs[t]):
+            got = self._arrays[t] = (len(self._docs[t]), np.array(self._docs[t], dtype=np.int64),
+                                     np.array(self._tfs[t], dtype=np.float64))
+        return got[1], got[2]
 
     def add(self, tokens: Sequence[str]) -> int:
         """Append one document; its slot."""
@@ -206,8 +208,7 @@ class BM25Index:
             t = self.vocab[token]
             if not self._df[t]:
                 continue
-            used = self._fill[t]
-            docs, tf = self._docs[t][:used], self._tfs[t][:used]
+            docs, tf = self._postings(t)
             norm = k1 * (1 - b + b * self._len[docs] / avgdl)
             out[docs] += self.term_idf(t) * tf * (k1 + 1) / (tf + norm) * float(mult)
         out[~self._alive[:self.slots]] = 0.0

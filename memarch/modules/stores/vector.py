@@ -173,6 +173,23 @@ class VectorStore(Store):
             return []
         return self._filtered_search(index, recs, vector, k, where, exclude, allowed)
 
+    def search_many(self, vectors: np.ndarray, k: int, namespace: str = "default", *,
+                    exclude: Callable[[MemoryItem], bool] | None = None) -> list[list[tuple[MemoryItem, float]]]:
+        """`search` of each row (with ``exclude``), the rows' first FAISS fetch in one call: what a
+        manager's near-duplicate check of a written batch asks, row by row, of an unchanged store."""
+        index = self._indexes.get(namespace)
+        # Only where an unfiltered `search` is this class's (a subclass overriding it says so in its body)
+        plain = type(self).search is VectorStore.search or vars(type(self)).get("_unfiltered_search_is_vector", False)
+        if not plain or index is None or k <= 0 or not len(index) or exclude is None:
+            return super().search_many(vectors, k, namespace, exclude=exclude)
+        recs = self._records[namespace]
+        fetch = max(2 * k, k + 32)
+        out = []
+        for vector, (scores, ints) in zip(vectors, index.hits_many(vectors, fetch)):
+            got, done = self._walk(index, recs, scores, ints, k, None, exclude, None, {})
+            out.append(got if done or fetch >= len(index) else self._filtered_search(index, recs, vector, k, None, exclude))
+        return out
+
     @staticmethod
     def _filtered_search(index: DenseIndex, recs: dict[str, MemoryItem], vector: np.ndarray, k: int,
                          where: Where | None, exclude: Callable[[MemoryItem], bool] | None,
@@ -180,28 +197,36 @@ class VectorStore(Store):
         fetch = max(2 * k, k + 32)
         kept: dict[str, bool] = {}  # the filter's verdicts: a longer fetch does not ask again
         while True:
-            out: list[tuple[MemoryItem, float]] = []
             scores, ints = index.hits(vector, fetch)
-            to_item = index.to_item
-            for s, n in zip(scores, ints):  # best first: stop at the k-th survivor
-                if n < 0:
-                    break
-                i = to_item[n]
-                ok = kept.get(i)
-                if ok is None:
-                    it = recs[i]
-                    if allowed is not None:  # `matches`, as the store's cached set of ids says
-                        ok = i in allowed and (exclude is None or not exclude(it))
-                    else:
-                        ok = (exclude is None or not exclude(it)) and (not where or matches(it, where))
-                    kept[i] = ok
-                if ok:
-                    out.append((recs[i], s))
-                    if len(out) == k:
-                        return out
-            if fetch >= len(index):
+            out, done = VectorStore._walk(index, recs, scores, ints, k, where, exclude, allowed, kept)
+            if done or fetch >= len(index):
                 return out
             fetch *= 4
+
+    @staticmethod
+    def _walk(index: DenseIndex, recs: dict[str, MemoryItem], scores: list[float], ints: list[int], k: int,
+              where: Where | None, exclude: Callable[[MemoryItem], bool] | None, allowed: set[str] | None,
+              kept: dict[str, bool]) -> tuple[list[tuple[MemoryItem, float]], bool]:
+        """The hits of one fetch that pass the filter, best first, up to ``k``; and whether ``k`` did."""
+        out: list[tuple[MemoryItem, float]] = []
+        to_item = index.to_item
+        for s, n in zip(scores, ints):  # best first: stop at the k-th survivor
+            if n < 0:
+                break
+            i = to_item[n]
+            ok = kept.get(i)
+            if ok is None:
+                it = recs[i]
+                if allowed is not None:  # `matches`, as the store's cached set of ids says
+                    ok = i in allowed and (exclude is None or not exclude(it))
+                else:
+                    ok = (exclude is None or not exclude(it)) and (not where or matches(it, where))
+                kept[i] = ok
+            if ok:
+                out.append((recs[i], s))
+                if len(out) == k:
+                    return out, True
+        return out, False
 
     # -- state digest -----------------------------------------------------------------------------
     def _digest_parts(self, namespace: str, actors: Mapping[str, str]) -> dict[str, Any]:
