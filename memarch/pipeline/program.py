@@ -4,6 +4,7 @@ saved and loaded as JSON (architecture, module instructions and few-shot demos, 
 prompt when one was optimised, how it was scored, optionally the memory bank)."""
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from memarch.pipeline.retrieval import Retrieval
 from memarch.pipeline.space import ArchitectureSpace
 
 FORMAT = "memarch.program/1"
+log = logging.getLogger(__name__)
 
 
 class MemoryProgram(dspy.Module):
@@ -67,6 +69,7 @@ class MemoryProgram(dspy.Module):
         else:
             space = ArchitectureSpace(family, lm_available=self.resources.lm_available)
         space.validate(arch)
+        self._space = space
         self.architecture = arch.canonical()
         self.family = family
         # The architecture's knob wins over the argument: it is what the search chose.
@@ -82,6 +85,8 @@ class MemoryProgram(dspy.Module):
         self.episodes_written: dict[str, int] = {}
         self.evaluation: EvaluationRecord | None = None
         self.reader_prompts: dict[str, dict[str, Any]] | None = None
+        # knob -> the default it had when the program was saved, where today's differs (kept)
+        self.pinned_defaults: dict[str, Any] = {}
 
     # -- write / read ----------------------------------------------------------------------------
     budget_tokens = deprecated_attribute("budget_tokens", "context_budget", "MemoryProgram")
@@ -166,6 +171,9 @@ class MemoryProgram(dspy.Module):
             "top_k": self.top_k,
             "context_budget": self.context_budget,
             "config": self.module_config,
+            # What the knobs the architecture leaves at their defaults meant when it was saved: a
+            # later release that changes a default does not change this program (`from_dict`).
+            "knob_defaults": knob_defaults(self.architecture, self._space, self.module_config),
             "embedder": self.resources.embedder.model,
             "instructions": self.instructions(),
             # Only when set, so files of programs that were never prompt-optimised are unchanged.
@@ -204,8 +212,13 @@ class MemoryProgram(dspy.Module):
             budget = saved_context_budget(data)
             if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
                 raise ValueError(f"context_budget must be an integer or null, not {budget!r}")
-            program = cls(Architecture.from_dict(data["architecture"]), resources=resources,
-                          top_k=int(data.get("top_k", 4)), context_budget=budget, config=data.get("config") or {})
+            arch, config = Architecture.from_dict(data["architecture"]), data.get("config") or {}
+            program = cls(arch, resources=resources, top_k=int(data.get("top_k", 4)), context_budget=budget, config=config)
+            pinned = _pinned_defaults(program, data.get("knob_defaults"), source)
+            if pinned:  # built again with the saved defaults as explicit config
+                program = cls(arch, resources=resources, top_k=int(data.get("top_k", 4)), context_budget=budget,
+                              config=_with_knob_values(config, arch, program._space, pinned))
+                program.pinned_defaults = pinned
             for role, mod in program._modules():
                 for pname, text in (data.get("instructions") or {}).get(role, {}).items():
                     for n, p in mod.named_predictors():
@@ -241,6 +254,52 @@ def saved_context_budget(data: dict[str, Any]) -> int | None:
     return data["context_budget"] if "context_budget" in data else data.get("budget_tokens")
 
 
+def knob_defaults(arch: Architecture, space: ArchitectureSpace, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Today's default (for the architecture's family) of every knob that neither the architecture
+    nor the per-module ``config`` sets."""
+    from memarch.pipeline.knobs import PROGRAM_KNOBS
+
+    chosen, config = arch.param_dict, config or {}
+    return {key: knob.default_for(arch.family) for key, (role, module, knob) in space.knobs_of(arch).items()
+            if key not in chosen and (role, knob.name) not in PROGRAM_KNOBS
+            and knob.name not in config.get(_slot(role, module), {})}
+
+
+def _slot(role: str, module: str) -> str:
+    """A module's key in a program's per-module config."""
+    return f"encoder:{module}" if role == "encoder" else role
+
+
+def _pinned_defaults(program: MemoryProgram, saved: Any, source: str) -> dict[str, Any]:
+    """The saved knob defaults that differ from today's (each kept, one warning line); a saved
+    default of a knob that no longer exists cannot be kept and is named in a warning too."""
+    if saved is None:  # saved before knob defaults were recorded
+        return {}
+    if not isinstance(saved, dict):
+        raise ValueError(f"knob_defaults must be an object of knob -> value, not {type(saved).__name__}")
+    today = knob_defaults(program.architecture, program._space, program.module_config)
+    pinned = {k: v for k, v in saved.items() if k in today and v != today[k]}
+    knobs = program._space.knobs_of(program.architecture)
+    gone = sorted(k for k in saved if k not in knobs)
+    if pinned:
+        log.warning("%s: saved when %s; the saved values are kept", source,
+                    ", ".join(f"{k} defaulted to {v!r} (today {today[k]!r})" for k, v in sorted(pinned.items())))
+    if gone:
+        log.warning("%s: no longer knobs here, so today's behaviour applies: %s", source, ", ".join(gone))
+    return pinned
+
+
+def _with_knob_values(config: dict[str, Any], arch: Architecture, space: ArchitectureSpace,
+                      values: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with these knob values set in their modules' slots (as `with_params` would)."""
+    knobs = space.knobs_of(arch)
+    out = {slot: dict(v) for slot, v in config.items()}
+    for key, value in values.items():
+        role, module, knob = knobs[key]
+        out.setdefault(_slot(role, module), {})[knob.name] = knob.coerce(value)
+    return out
+
+
 def with_params(config: dict[str, Any], arch: Architecture, space: ArchitectureSpace) -> dict[str, Any]:
     """Per-module config with the architecture's knob values applied over it (``retrieve.top_k``
     is the program's, not the retriever's)."""
@@ -249,11 +308,5 @@ def with_params(config: dict[str, Any], arch: Architecture, space: ArchitectureS
     from memarch.pipeline.knobs import PROGRAM_KNOBS
 
     knobs = space.knobs_of(arch)
-    out = {slot: dict(values) for slot, values in config.items()}
-    for key, value in arch.params:
-        role, module, knob = knobs[key]
-        if (role, knob.name) in PROGRAM_KNOBS:
-            continue
-        slot = f"encoder:{module}" if role == "encoder" else role
-        out.setdefault(slot, {})[knob.name] = knob.coerce(value)
-    return out
+    return _with_knob_values(config, arch, space, {key: value for key, value in arch.params
+                                                   if (knobs[key][0], knobs[key][2].name) not in PROGRAM_KNOBS})
