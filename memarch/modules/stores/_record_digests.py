@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from memarch.pipeline.items import MemoryItem
 
-if TYPE_CHECKING:
-    from memarch.modules.stores.base import Store
+# A store's journal read: the ids written in a namespace since a version, None when it cannot say.
+ChangesSince = Callable[[str, int], "Iterable[str] | None"]
 
 # marshal: a C serialiser of plain values that refuses anything else (ValueError), so equal bytes
 # mean equal values; version 2 writes no back-references (the bytes do not depend on sharing).
@@ -32,12 +32,13 @@ class RecordDigests:
     lineage length, usage counters, field and source counts, text: what an in-place change that no
     store write announced almost always moves (every manager action appends to the lineage, feedback
     moves the usage). Anything else recomputes it from `record_state`. A digest from here is therefore the one a full rehash
-    gives (tests/modules/stores/test_record_digests.py replays every LM-free manager both ways).
+    gives (tests/modules/test_record_digests.py replays every LM-free manager both ways).
 
     Example::
 
         digests = RecordDigests()
-        digests.of(store, "alice", {"manager:lightweight": "manager:*"})   # [sha256 bytes per record]
+        digests.of(records, "alice", store.version("alice"), store.changes_since,
+                   {"manager:lightweight": "manager:*"})   # [sha256 bytes per record]
     """
 
     def __init__(self) -> None:
@@ -46,13 +47,13 @@ class RecordDigests:
     def clear(self) -> None:
         self._memo.clear()
 
-    def of(self, store: "Store", namespace: str, actors: Mapping[str, str]) -> list[bytes]:
-        """The sha256 of each record's state in storage order (inactive records included).
-        Raises ValueError when a record holds a value marshal cannot write."""
-        records = store._records.get(namespace, {})
+    def of(self, records: Mapping[str, MemoryItem], namespace: str, version: int,
+           changes_since: ChangesSince, actors: Mapping[str, str]) -> list[bytes]:
+        """The sha256 of each record's state in storage order (inactive records included):
+        ``records`` is the namespace's id -> record at store ``version``, ``changes_since`` the
+        store's journal read. Raises ValueError when a record holds a value marshal cannot write."""
         actors_key = tuple(sorted(actors.items()))
-        version = store.version(namespace)
-        memo = self._entries(store, namespace, actors_key)
+        memo = self._entries(changes_since, namespace, actors_key)
         out: list[bytes] = []
         state: Callable[..., Any] = record_state
         for iid, item in records.items():
@@ -70,13 +71,13 @@ class RecordDigests:
         self._memo[namespace] = (actors_key, version, memo)
         return out
 
-    def _entries(self, store: "Store", namespace: str, actors_key: tuple) -> dict[str, tuple[MemoryItem, tuple, bytes]]:
+    def _entries(self, changes_since: ChangesSince, namespace: str, actors_key: tuple) -> dict[str, tuple[MemoryItem, tuple, bytes]]:
         """The namespace's entries with every id the journal says was written since dropped."""
         held = self._memo.get(namespace)
         if held is None or held[0] != actors_key:
             return {}
         _, version, memo = held
-        changed = store.changes_since(namespace, version)
+        changed = changes_since(namespace, version)
         if changed is None:  # a load, or more writes than the journal keeps
             return {}
         for iid in changed:

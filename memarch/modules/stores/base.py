@@ -309,7 +309,8 @@ class Store(dspy.Module):
 
     def _digest_parts(self, namespace: str, actors: Mapping[str, str]) -> dict[str, Any]:
         """The parts of `state_digest` up to this class; a subclass adds its own after ``super()``'s."""
-        return {"records": self._record_digests.of(self, namespace, actors)}
+        return {"records": self._record_digests.of(self._records.get(namespace, {}), namespace,
+                                                   self.version(namespace), self.changes_since, actors)}
 
     # -- persistence -----------------------------------------------------------------------------
     def state(self) -> dict:
