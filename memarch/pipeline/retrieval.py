@@ -36,10 +36,15 @@ _YEAR = re.compile(r"\b(?:1[6-9]|2[0-9])[0-9]{2}\b")
 def dates_itself(item: MemoryItem) -> bool:
     """Whether the item's text opens with a lead (``John (16 July 2023): ``) that carries a year
     and lies within its first sentence, so a line that shows any of the item shows its date."""
-    m = LEAD.match(item.text)
+    return _text_dates_itself(item.text)
+
+
+@lru_cache(maxsize=1 << 16)
+def _text_dates_itself(text: str) -> bool:  # asked of the same candidates read after read
+    m = LEAD.match(text)
     if not m or not _YEAR.search(m.group(0)):
         return False
-    first = SENTENCE_BREAK.split(item.text.strip(), maxsplit=1)[0]
+    first = SENTENCE_BREAK.split(text.strip(), maxsplit=1)[0]
     return len(first) >= len(m.group(0).rstrip())
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from collections import Counter
 from typing import Any
 
@@ -157,10 +158,31 @@ def _dense_cosines(query: Query, texts: list[str], embedder: Any) -> np.ndarray:
     """Each text's cosine to the query (zeros without an embedder)."""
     if embedder is None or not texts:
         return np.zeros(len(texts))
-    vectors = np.asarray(embedder.embed(texts), dtype=float)
+    vectors, norms = _sentence_rows(texts, embedder)
     qv = np.asarray(embedder.embed_one(query.text), dtype=float)
-    norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(qv) or 1.0)
+    norms = norms * (np.linalg.norm(qv) or 1.0)
     return vectors @ qv / np.where(norms > 0, norms, 1.0)
+
+
+def _sentence_rows(texts: list[str], embedder: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The texts' vectors (float64 rows) and their norms, each text's row made once per embedder:
+    the same candidate sentences are scored read after read (one pack stacks hundreds of them)."""
+    rows = _ROWS.get(embedder)
+    if rows is None or len(rows) > _ROWS_MAX:
+        rows = _ROWS[embedder] = {}
+    missing = [t for t in dict.fromkeys(texts) if t not in rows]
+    if missing:  # one embedder call for all of them, as before
+        vectors = np.asarray(embedder.embed(missing), dtype=float)
+        norms = np.linalg.norm(vectors, axis=1)
+        for t, v, n in zip(missing, vectors, norms.tolist()):
+            rows[t] = (v, n)
+    got = [rows[t] for t in texts]
+    return np.stack([v for v, _ in got]), np.array([n for _, n in got])
+
+
+# Per embedder: sentence -> (float64 vector, norm); dropped whole past _ROWS_MAX sentences (~0.2 GB at 384-d).
+_ROWS: "weakref.WeakKeyDictionary[Any, dict[str, tuple[np.ndarray, float]]]" = weakref.WeakKeyDictionary()
+_ROWS_MAX = 1 << 16
 
 
 class _SentenceChoice:
@@ -262,10 +284,12 @@ def _strip_lead(sentence: str, lead: str) -> str:
     return sentence[len(lead):].strip() if lead and sentence.startswith(lead.strip()) else sentence
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _body(sentence: str) -> str:
     return " ".join(tokenize(sentence))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _lead(text: str) -> str:
     m = LEAD.match(text)
     return m.group(0) if m else ""

@@ -14,12 +14,12 @@ import numpy as np
 
 from memarch.modules.retrievers._aware import AWARENESS
 from memarch.modules.retrievers._config import settings
-from memarch.modules.retrievers._eligibility import eligible_fn
 from memarch.modules.retrievers._fusion import reciprocal_ranks, zscores
 from memarch.modules.retrievers._packing import PACKING
+from memarch.modules.retrievers._session_index import session_index
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.stores.base import Store
-from memarch.modules.stores.lexical import BM25Index, lexical_index, tokenize
+from memarch.modules.stores.lexical import lexical_index, tokenize
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -85,51 +85,75 @@ class SessionRetriever(Retriever):
         names = list(groups)
         pooled = np.array([_pool([cosine[i] for i in groups[s]], int(cfg["pooling"])) for s in names])
         terms = tokenize(query.text)
-        lexical = _session_bm25(store, ns, groups, items, terms)
+        lexical = session_index(store, ns).scores(groups, items, store, terms)
         fused = _fuse(pooled, lexical, cfg)
         weight = float(cfg["item_lexical_weight"])
         if weight > 0:  # passage-level evidence: the session's best item by BM25 (MaxP)
-            index = lexical_index(store, ns)
-            best = np.array([index.scores_of(terms, groups[s]).max() for s in names])
+            per_item = lexical_index(store, ns).scores_of(terms, list(items))  # one scoring for all sessions
+            at = {iid: j for j, iid in enumerate(items)}
+            best = np.array([per_item[[at[i] for i in groups[s]]].max() for s in names])
             fused = fused + weight * _norm(cfg)(best)
         order = sorted(range(len(names)), key=lambda j: (-fused[j], j))
-        return SessionRanking([names[j] for j in order], [float(fused[j]) for j in order], groups, cosine, items)
+        return SessionRanking([names[j] for j in order], [float(fused[j]) for j in order], groups, cosine, items, terms)
 
     def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
+        cfg = self.settings
+        embedder = self.resources.embedder
+        # Two reads of one query on an unchanged store (a read, then the deeper read of a failure's
+        # diagnosis) rank the same items: the second takes a longer prefix.
+        key = (query.text, query.namespace, query.episode_id, store.version(query.namespace),
+               tuple(sorted(cfg.items())), id(embedder), getattr(embedder, "model", None))
+        last = _LAST.get(store)
+        if last is not None and last[0] == key:
+            ranked = last[1]
+        else:
+            ranked = self._ranked(query, store)
+            _LAST[store] = (key, ranked)
+        fusion = "zscore" if int(cfg["fusion"]) == 1 else "rrf"
+        return [ScoredItem(item, score, {"session": s, "session_rank": rank, "session_score": session_score,
+                                         "dense_score": dense, "lexical_score": lexical, "fusion": fusion})
+                for item, score, s, rank, session_score, dense, lexical in ranked[:k]]
+
+    def _ranked(self, query: Query, store: Store) -> list[tuple]:
+        """Every item of the top sessions, best first: (item, score, session, session rank, session
+        score, cosine, BM25), the last three rounded as traces show them."""
         cfg = self.settings
         ranking = self.rank_sessions(query, store)
         if ranking is None:
             return []
-        keep = eligible_fn(query)
         top = ranking.sessions[:max(1, int(cfg["sessions"]))]
         chosen = {s: r for r, s in enumerate(top, start=1)}
         score_of = dict(zip(ranking.sessions, ranking.scores))
-        members = [i for s in top for i in ranking.groups[s]]
-        bm25 = {it.id: float(s) for it, s in lexical_index(store, query.namespace).search(
-            query.text, len(members), keep=lambda it: keep(it) and session_of(it) in chosen)}
+        members = [i for s in top for i in ranking.groups[s]]  # eligible: the dense search excluded the rest
+        # The members' BM25 (a member BM25 does not match scores 0), one scoring for all of them
+        lexical = lexical_index(store, query.namespace).scores_of(ranking.terms, members)
+        bm25 = np.where(lexical > 0, lexical, 0.0)
         cosine, items = ranking.cosine, ranking.items
-        item_scores = _fuse(np.array([cosine[i] for i in members]), np.array([bm25.get(i, 0.0) for i in members]), cfg)
+        item_scores = _fuse(np.array([cosine[i] for i in members]), bm25, cfg)
         out = []
-        for j in sorted(range(len(members)), key=lambda j: (-item_scores[j], j))[:k]:
+        for j in sorted(range(len(members)), key=lambda j: (-item_scores[j], j)):
             iid = members[j]
             s = session_of(items[iid])
-            out.append(ScoredItem(items[iid], float(item_scores[j]), {
-                "session": s, "session_rank": chosen[s], "session_score": round(score_of[s], 6),
-                "dense_score": round(cosine[iid], 6), "lexical_score": round(bm25.get(iid, 0.0), 6),
-                "fusion": "zscore" if int(cfg["fusion"]) == 1 else "rrf"}))
+            out.append((items[iid], float(item_scores[j]), s, chosen[s], round(score_of[s], 6),
+                        round(cosine[iid], 6), round(float(bm25[j]), 6)))
         return out
+
+
+# Per store: the last ranking (key, ranked items) — one entry, dies with the store.
+_LAST: "weakref.WeakKeyDictionary[Store, tuple]" = weakref.WeakKeyDictionary()
 
 
 @dataclass
 class SessionRanking:
     """A query's sessions best first (``scores`` their fused scores), each session's eligible item
-    ids best first (``groups``), the items' cosines and the items."""
+    ids best first (``groups``), the items' cosines, the items and the query's BM25 terms."""
 
     sessions: list[str]
     scores: list[float]
     groups: dict[str, list[str]]
     cosine: dict[str, float]
     items: dict[str, Any]
+    terms: list[str]
 
 
 def session_of(item: Any) -> str:
@@ -149,28 +173,3 @@ def _norm(cfg: dict[str, Any]):
 def _fuse(dense: np.ndarray, lexical: np.ndarray, cfg: dict[str, Any]) -> np.ndarray:
     norm = _norm(cfg)
     return float(cfg["dense_weight"]) * norm(dense) + norm(lexical)
-
-
-# Per store: (namespace, version, sessions) -> the session BM25 index (one entry, dies with the store).
-_SESSION_INDEX: "weakref.WeakKeyDictionary[Store, tuple]" = weakref.WeakKeyDictionary()
-
-
-def _session_bm25(store: Store, ns: str, groups: dict[str, list[str]], items: dict[str, Any],
-                  terms: list[str]) -> np.ndarray:
-    """BM25 of each session in ``groups`` (in its order), one document per session: its items' tokens
-    in write order. The index is kept per store until the namespace or its eligible sessions change,
-    so the questions asked between two writes share it."""
-    canonical = sorted(groups)
-    key = (ns, store.version(ns), tuple(canonical), tuple(len(groups[g]) for g in canonical))
-    last = _SESSION_INDEX.get(store)
-    if last is not None and last[0] == key:
-        index = last[1]
-    else:
-        docs = []
-        for g in canonical:
-            ordered = sorted(groups[g], key=lambda i: store.position(i, ns))  # write order, not score order
-            docs.append([t for i in ordered for t in tokenize(items[i].text)])
-        index = BM25Index(docs)
-        _SESSION_INDEX[store] = (key, index)
-    scores = dict(zip(canonical, np.asarray(index.scores(terms), dtype=np.float64)))
-    return np.array([scores[g] for g in groups])
