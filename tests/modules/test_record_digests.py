@@ -152,8 +152,10 @@ def test_the_dense_digest_differs_exactly_when_the_serialised_index_does():
                 index.add(ids, np.stack([vec[i] + (1 if index is two and step % 13 == 0 else 0) for i in ids]))
         same_bytes = one.to_bytes() == two.to_bytes()
         assert (one.digest() == two.digest()) == same_bytes
+        # the state digest: the vectors and every id with its integer id
+        assert (one.state_digest() == two.state_digest()) == (same_bytes and one.meta() == two.meta())
         pairs += same_bytes
         assert one.digest() == one.digest()
         fresh = DenseIndex.from_saved(one.to_bytes(), one.meta())
-        assert fresh.digest() == one.digest()
+        assert fresh.digest() == one.digest() and fresh.state_digest() == one.state_digest()
     assert 0 < pairs < 120

@@ -11,8 +11,9 @@ from typing import Any, Callable, Mapping
 from memarch.benchmarks.evaluation.attribution import StoreView, WriteTrace, attribute, gold_rank
 from memarch.benchmarks.base import Question
 from memarch.benchmarks.metrics.registry import CONTEXT_METRICS
-from memarch.benchmarks.metrics.retrieval import (RANKING_METRICS, SESSION_METRICS, gold_sessions, ranked_sessions,
-                                                  ranked_turns, retrieval_scores, retrieval_scores_many)
+from memarch.benchmarks.metrics.retrieval import (RANKING_METRICS, RETRIEVAL_METRICS, SESSION_METRICS, gold_sessions,
+                                                  ranked_sessions, ranked_turns, retrieval_scores,
+                                                  retrieval_scores_many)
 from memarch.benchmarks.metrics.scores import ABSTAIN, qa_f1
 from memarch.pipeline.trial import QueryOutcome
 
@@ -53,6 +54,9 @@ class QuestionScorer:
             (``evidence["loss_stage"]``), whether it failed or not.
         rank_gold: an (untimed) read that, for a retrieve failure, locates the gold items in a
             deeper read (`gold_rank`).
+        memo: where scores of a question's context and ranking are kept for another read that
+            returns the same (a landscape's passes over identical memories): the scores are
+            functions of the question, the context and the ranked sources only. None: not kept.
     """
 
     store: Any
@@ -66,6 +70,7 @@ class QuestionScorer:
     judge: Any = None
     attribute_all: bool = False
     rank_gold: Callable[..., Any] | None = None
+    memo: dict | None = None
 
     def ask(self, read: Callable[..., Any] | None, namespace: str, q: Question, query: Any,
             per_query: dict[str, list[float]], pending: list | None = None,
@@ -112,8 +117,14 @@ class QuestionScorer:
         if not q.answerable:
             return {}
         sources = [s for it in items for s in it.source_ids]
-        return {name: score(q.answer, q.evidence, context, sources, self.context_budget)
-                for name, score in CONTEXT_METRICS.items()}
+        key = None if self.memo is None else ("context", q.id, context, tuple(sources))
+        if key is not None and key in self.memo:
+            return dict(self.memo[key])
+        values = {name: score(q.answer, q.evidence, context, sources, self.context_budget)
+                  for name, score in CONTEXT_METRICS.items()}
+        if key is not None:
+            self.memo[key] = dict(values)
+        return values
 
     def answer_scores(self, q: Question, context: str, values: dict[str, float | None]) -> tuple[Any, bool]:
         """With a reader: its answer, scored by QA F1 (and the judge) into ``values``; returns
@@ -164,13 +175,15 @@ class QuestionScorer:
         return attribution
 
 
-def score_retrieval(pending: list, per_query: dict[str, list[float]]) -> None:
+def score_retrieval(pending: list, per_query: dict[str, list[float]], memo: dict | None = None) -> None:
     """The retrieval metrics `QuestionScorer.ask` deferred, for every question of a stream in one
     trec_eval call per unit (turns; sessions: one evaluator for all of them, not one per question), added to each outcome's
-    evidence and to ``per_query`` in question order, as ``ask`` would have."""
-    values = retrieval_scores_many({str(i): (gold, turns) for i, (_, gold, turns, _) in enumerate(pending)})
-    by_session = retrieval_scores_many({str(i): sessions for i, (*_, sessions) in enumerate(pending)
-                                        if sessions is not None}, SESSION_METRICS)
+    evidence and to ``per_query`` in question order, as ``ask`` would have. ``memo``: rankings
+    scored before (a landscape's reused reads) are not scored again (trec_eval scores each question
+    on its own: the same values)."""
+    values = _scored({str(i): (gold, turns) for i, (_, gold, turns, _) in enumerate(pending)}, RETRIEVAL_METRICS, memo)
+    by_session = _scored({str(i): sessions for i, (*_, sessions) in enumerate(pending) if sessions is not None},
+                         SESSION_METRICS, memo)
     for i, (outcome, *_) in enumerate(pending):
         scored = values.get(str(i))
         if scored is None:
@@ -181,3 +194,17 @@ def score_retrieval(pending: list, per_query: dict[str, list[float]]) -> None:
         for name, v in scored.items():
             per_query[name].append(v)
     pending.clear()
+
+
+def _scored(questions: dict[str, tuple], metrics: tuple[str, ...], memo: dict | None) -> dict[str, dict[str, float]]:
+    """`retrieval_scores_many` of ``questions`` ({qid: (gold, ranked)}), through ``memo`` when given
+    (keyed by the metrics, the gold and the ranking; a question without gold is kept as None)."""
+    if memo is None:
+        return retrieval_scores_many(questions, metrics)
+    keys = {qid: ("ranking", metrics, tuple(gold), tuple(ranked)) for qid, (gold, ranked) in questions.items()}
+    todo = {qid: questions[qid] for qid, key in keys.items() if key not in memo}
+    fresh = retrieval_scores_many(todo, metrics) if todo else {}
+    for qid in todo:
+        got = fresh.get(qid)
+        memo[keys[qid]] = None if got is None else tuple(got[m] for m in metrics)
+    return {qid: dict(zip(metrics, memo[key])) for qid, key in keys.items() if memo[key] is not None}

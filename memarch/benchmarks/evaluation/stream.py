@@ -51,15 +51,15 @@ class ReaderRun:
 
         return timed
 
-    def result(self, bench: Benchmark, metric: str, threshold: float) -> TrialResult:
-        score_retrieval(self.pending, self.per_query)
+    def result(self, bench: Benchmark, metric: str, threshold: float, memo: dict | None = None) -> TrialResult:
+        score_retrieval(self.pending, self.per_query, memo)
         return stream_result(bench, self.outcomes, self.per_query, self.timing, metric, threshold, self.latency)
 
 
 def run_stream(program: MemoryProgram | None, bench: Benchmark, settings: EvaluationSettings, *,
                readers: list[Read | None] | None = None, attribute_all: bool = False,
                on_read_point: Callable[[str, WriteTrace], None] | None = None,
-               on_instance: OnInstance | None = None) -> list[TrialResult]:
+               on_instance: OnInstance | None = None, score_memo: dict | None = None) -> list[TrialResult]:
     """One write pass of ``program`` over the stream of ``bench`` (a split view), read at every
     read point by each of ``readers`` (callables like ``program.read``; default: the program's
     own); one result per reader, scored by ``settings`` (its ``top_k`` must be resolved).
@@ -72,6 +72,8 @@ def run_stream(program: MemoryProgram | None, bench: Benchmark, settings: Evalua
     (`gold_rank`); shared readers (landscapes) memoise reads per query and are not asked twice.
     ``on_instance(dialogues done, dialogues in total, that dialogue's question scores)`` (one
     reader) is called after each dialogue; returning True stops the stream there (a pruned trial).
+    ``score_memo``: a dict where a question's scores are kept for a later read that returns the same
+    context and ranking (`QuestionScorer.memo`; a landscape shares one across its passes).
     """
     # The deeper gold-rank read goes to the program directly, not through the timed reader: it is
     # diagnosis, not a read the memory's user makes, so it stays out of read_p50/p95.
@@ -83,11 +85,11 @@ def run_stream(program: MemoryProgram | None, bench: Benchmark, settings: Evalua
                             context_budget=settings.context_budget, metric=settings.metric_name(),
                             threshold=settings.success_threshold, trace=trace, view=StoreView(),
                             reader=settings.reader, judge=settings.judge, attribute_all=attribute_all,
-                            rank_gold=rank_gold)
+                            rank_gold=rank_gold, memo=score_memo)
     if program is not None and runs:
         _embed_questions(program, bench)
     done = _stream_dialogues(program, bench, runs, scorer, trace, on_read_point, on_instance)
-    results = [run.result(bench, scorer.metric, scorer.threshold) for run in runs]
+    results = [run.result(bench, scorer.metric, scorer.threshold, scorer.memo) for run in runs]
     for r in results:
         r.metadata["instances"] = {"done": done, "total": len(bench.dialogues)}
     return results

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import math
 import weakref
-from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -120,8 +119,8 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, context_budget: in
     """
     split = [_sentences(scored.item.text) for scored in ranked]
     cands = [(r, j, s) for r, sentences in enumerate(split) for j, s in enumerate(sentences)]
-    scores = _sentence_scores(query, cands, embedder, rank_weight=rank_weight, dense_weight=dense_weight,
-                              lexical_weight=lexical_weight)
+    scores = _sentence_scores(query, cands, embedder, items=[scored.item.text for scored in ranked],
+                              rank_weight=rank_weight, dense_weight=dense_weight, lexical_weight=lexical_weight)
     choice = _SentenceChoice(ranked, context_budget, compact)
     for i in sorted(range(len(cands)), key=lambda i: (-scores[i], i)):
         choice.offer(*cands[i])
@@ -133,13 +132,14 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, context_budget: in
     return reorder_lines(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order, line_of)
 
 
-def _sentence_scores(query: Query, cands: list[tuple[int, int, str]], embedder: Any, *, rank_weight: float,
-                     dense_weight: float, lexical_weight: float) -> list[float]:
+def _sentence_scores(query: Query, cands: list[tuple[int, int, str]], embedder: Any, *, items: list[str],
+                     rank_weight: float, dense_weight: float, lexical_weight: float) -> list[float]:
     """Each candidate sentence's score: its lexical overlap with the query, its item's rank
-    (``cands`` holds (item rank, sentence index, sentence)) and its dense cosine to the query."""
+    (``cands`` holds (item rank, sentence index, sentence): every sentence of ``items``, the ranked
+    items' texts, in order) and its dense cosine to the query."""
     texts = [s for _, _, s in cands]
     lexical = _lexical_overlaps(query, texts)
-    dense = _dense_cosines(query, texts, embedder) if dense_weight else np.zeros(len(cands))
+    dense = _dense_cosines(query, items, embedder) if dense_weight else np.zeros(len(cands))
     return [lexical_weight * lexical[i] + rank_weight / (1 + r) + dense_weight * float(dense[i])
             for i, (r, _, _) in enumerate(cands)]
 
@@ -149,40 +149,46 @@ def _lexical_overlaps(query: Query, texts: list[str]) -> list[float]:
     damped by the text's length."""
     q_terms = set(tokenize(query.text))
     terms = [_term_set(s) for s in texts]
-    df = Counter(w for ws in terms for w in ws)
+    df = {w: sum(1 for ws in terms if w in ws) for w in q_terms}  # only the query's terms are ever looked up
     n = max(len(texts), 1)
     return [sum(math.log(1 + n / df[w]) for w in ws & q_terms) / (1 + math.log(1 + len(ws))) for ws in terms]
 
 
-def _dense_cosines(query: Query, texts: list[str], embedder: Any) -> np.ndarray:
-    """Each text's cosine to the query (zeros without an embedder)."""
-    if embedder is None or not texts:
-        return np.zeros(len(texts))
-    vectors, norms = _sentence_rows(texts, embedder)
+def _dense_cosines(query: Query, items: list[str], embedder: Any) -> np.ndarray:
+    """The cosine to the query of each sentence of ``items`` (texts), item by item (zeros without an
+    embedder)."""
+    if embedder is None or not items:
+        return np.zeros(sum(len(_sentences(t)) for t in items))
+    vectors, norms = _sentence_rows(items, embedder)
     qv = np.asarray(embedder.embed_one(query.text), dtype=float)
     norms = norms * (np.linalg.norm(qv) or 1.0)
     return vectors @ qv / np.where(norms > 0, norms, 1.0)
 
 
-def _sentence_rows(texts: list[str], embedder: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The texts' vectors (float64 rows) and their norms, each text's row made once per embedder:
-    the same candidate sentences are scored read after read (one pack stacks hundreds of them)."""
+def _sentence_rows(items: list[str], embedder: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors (float64 rows) of the sentences of ``items`` (texts), item by item, and their norms;
+    each item's rows made once per embedder: the same candidates are packed read after read."""
     rows = _ROWS.get(embedder)
     if rows is None or len(rows) > _ROWS_MAX:
         rows = _ROWS[embedder] = {}
-    missing = [t for t in dict.fromkeys(texts) if t not in rows]
-    if missing:  # one embedder call for all of them, as before
-        vectors = np.asarray(embedder.embed(missing), dtype=float)
+    missing = [t for t in dict.fromkeys(items) if t not in rows]
+    if missing:  # one embedder call for all their sentences, as for the whole pack before
+        sentences = [_sentences(t) for t in missing]
+        flat = [x for group in sentences for x in group]
+        vectors = np.asarray(embedder.embed(flat), dtype=float) if flat else np.zeros((0, embedder.dim))
         norms = np.linalg.norm(vectors, axis=1)
-        for t, v, n in zip(missing, vectors, norms.tolist()):
-            rows[t] = (v, n)
-    got = [rows[t] for t in texts]
-    return np.stack([v for v, _ in got]), np.array([n for _, n in got])
+        at = 0
+        for t, group in zip(missing, sentences):
+            rows[t] = (vectors[at:at + len(group)], norms[at:at + len(group)])
+            at += len(group)
+    got = [rows[t] for t in items]
+    return np.concatenate([v for v, _ in got]), np.concatenate([n for _, n in got])
 
 
-# Per embedder: sentence -> (float64 vector, norm); dropped whole past _ROWS_MAX sentences (~0.2 GB at 384-d).
-_ROWS: "weakref.WeakKeyDictionary[Any, dict[str, tuple[np.ndarray, float]]]" = weakref.WeakKeyDictionary()
-_ROWS_MAX = 1 << 16
+# Per embedder: item text -> (its sentences' float64 vectors, their norms); dropped whole past
+# _ROWS_MAX items (~0.3 GB of LoCoMo-sized items at 384-d).
+_ROWS: "weakref.WeakKeyDictionary[Any, dict[str, tuple[np.ndarray, np.ndarray]]]" = weakref.WeakKeyDictionary()
+_ROWS_MAX = 1 << 15
 
 
 class _SentenceChoice:

@@ -54,6 +54,7 @@ class DenseIndex:
         self.next_id = 0
         self._changes = 0  # every add, remove and IVF switch: what `digest` is remembered against
         self._digest: tuple[int, str] | None = None
+        self._state_digest: tuple[int, str] | None = None  # (change count, `state_digest`)
         self._row_hash: dict[int, bytes] = {}  # int id -> hash of its vector (flat: `digest`'s parts)
 
     def __len__(self) -> int:
@@ -201,6 +202,19 @@ class DenseIndex:
                 value = "flat:" + hashlib.sha256(b"".join(rows[n] for n in self.to_item)).hexdigest()
             self._digest = (self._changes, value)
         return self._digest[1]
+
+    def state_digest(self) -> str:
+        """A sha256 of everything a search can observe: the kind, whether IVF, the next integer id,
+        the item id of every integer id (in insertion order) and `digest` (the vectors). Remembered
+        until the next add, remove or IVF switch: a landscape asks at every read point."""
+        held = self._state_digest
+        if held is None or held[0] != self._changes:
+            h = hashlib.sha256(repr((self.kind, self.is_ivf, self.next_id)).encode())
+            for iid, n in self.to_int.items():
+                h.update(f"{len(iid)}:{iid}:{n};".encode())
+            h.update(self.digest().encode())
+            held = self._state_digest = (self._changes, h.hexdigest())
+        return held[1]
 
     # -- persistence ------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:

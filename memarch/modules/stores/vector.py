@@ -233,9 +233,8 @@ class VectorStore(Store):
         parts = super()._digest_parts(namespace, actors)
         index = self._indexes.get(namespace)
         # The serialised FAISS index holds the vectors in storage order (ties in search follow it)
-        # and, once IVF, its trained lists.
-        parts["dense"] = () if index is None else (index.kind, index.is_ivf, index.next_id, list(index.to_int.items()),
-                                                    index.digest())
+        # and, once IVF, its trained lists; with the id of every vector (`DenseIndex.state_digest`).
+        parts["dense"] = () if index is None else index.state_digest()
         return parts
 
     # -- persistence ------------------------------------------------------------------------------

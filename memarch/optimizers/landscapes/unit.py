@@ -218,6 +218,8 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
     managers = sorted(by_manager, key=lambda m: (-len(by_manager[m]), space.managers.index(m[0]), m[1]))
     # Digests only pay when another manager's pass could reuse the reads.
     memo: dict | None = {} if len(managers) > 1 else None
+    # A reused read is scored as it was the first time: its scores are kept beside the reads.
+    score_memo: dict | None = {} if memo is not None else None
     pass_group: dict[int, int] = {}
     stats = {"architectures": len(unit.architectures), "write_passes": 0, "write_passes_saved": 0,
              "reads": 0, "reads_reused": 0, "architectures_fully_reused": 0, "digest_s": 0.0}
@@ -231,7 +233,7 @@ def evaluate_unit(unit: Unit, bench: "Benchmark", space: "ArchitectureSpace", re
             p.reader(_retriever(a, space, resources), _reader_id(a)) for a in archs[1:]]
         embedded = getattr(resources.embedder, "computed", 0)
         results = run_stream(program, bench, settings, readers=readers, attribute_all=True,
-                              on_read_point=p.on_read_point)
+                              on_read_point=p.on_read_point, score_memo=score_memo)
         computed = sum(r.computed for r in readers)
         members = [a.key() for a in archs]
         if memo is not None and computed == 0 and len(p.sources) == 1:
