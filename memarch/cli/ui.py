@@ -28,13 +28,15 @@ def _open_view(uri: str, experiment: str) -> str | None:
     """Mark the experiment and store its runs view; its id, or None when the store has no such
     experiment yet."""
     from memarch.errors import MemarchError
+    from memarch.optimizers.tracking.store_lock import store_lock
     from memarch.optimizers.tracking.ui_view import write_runs_view
 
     try:
         from mlflow.tracking import MlflowClient
 
-        client = MlflowClient(tracking_uri=uri)
-        exp = client.get_experiment_by_name(experiment)
+        with store_lock(uri):  # a new store is created (migrated) by one process at a time
+            client = MlflowClient(tracking_uri=uri)
+            exp = client.get_experiment_by_name(experiment)
         if exp is None:
             return None
         write_runs_view(client, exp.experiment_id)

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from memarch.optimizers.tracking.store_lock import store_lock
 from memarch.errors import MemarchError
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.trial import TrialResult
@@ -51,17 +52,19 @@ class Tracker:
             Path(tracking_uri[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
         self.tracking_uri = tracking_uri
         try:
-            self.client = MlflowClient(tracking_uri=tracking_uri)
-            exp = _experiment_by_name(self.client, experiment)
-            if exp is None:
-                root = Path(artifact_root).resolve()
-                root.mkdir(parents=True, exist_ok=True)
-                try:
-                    self.experiment_id = self.client.create_experiment(experiment, artifact_location=root.as_uri())
-                except Exception:  # another worker created it first
-                    self.experiment_id = self.client.get_experiment_by_name(experiment).experiment_id
-            else:
-                self.experiment_id = exp.experiment_id
+            # The first request creates or migrates a new SQLite store: one process at a time
+            with store_lock(tracking_uri):
+                self.client = MlflowClient(tracking_uri=tracking_uri)
+                exp = _experiment_by_name(self.client, experiment)
+                if exp is None:
+                    root = Path(artifact_root).resolve()
+                    root.mkdir(parents=True, exist_ok=True)
+                    try:
+                        self.experiment_id = self.client.create_experiment(experiment, artifact_location=root.as_uri())
+                    except Exception:  # another worker created it first
+                        self.experiment_id = self.client.get_experiment_by_name(experiment).experiment_id
+                else:
+                    self.experiment_id = exp.experiment_id
             from memarch.optimizers.tracking.ui_view import mark_experiment
 
             mark_experiment(self.client, self.experiment_id, exp.tags if exp else None)  # UI opens on runs
@@ -279,8 +282,9 @@ class _TrialLogger:
 
 def _experiment_by_name(client: Any, name: str, attempts: int = 5) -> Any:
     """The experiment (None if absent). The first call opens the store, which creates or migrates a new
-    SQLite database: two processes starting together race there, and the loser sees "table ... already
-    exists" or "duplicate column name" (two compiles on one new store did); it waits and retries."""
+    database: a SQLite store is opened under `store_lock`; another store (a server, another process
+    not holding the lock) may still race there, and the loser sees "table ... already exists" or
+    "duplicate column name"; it waits and retries."""
     import time
 
     for attempt in range(attempts):

@@ -54,3 +54,31 @@ def test_a_tracker_opens_a_store_another_process_is_migrating(tmp_path, monkeypa
     assert t.experiment_id and state["n"] >= 2
     with pytest.raises(MemarchError):
         tracker_module.Tracker(f"sqlite:///{tmp_path}/no/such/../../x\x00.db", artifact_root=tmp_path / "a")
+
+
+def _open_store(path: str, barrier, results) -> None:
+    barrier.wait()  # every process asks the new store for its experiment at the same moment
+    try:
+        tracker_module.Tracker(f"sqlite:///{path}", artifact_root=str(path) + ".artifacts")
+        results.put("ok")
+    except Exception as exc:  # the MemarchError line of a half-migrated store
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_opening_one_new_store_at_once_all_open_it(tmp_path):
+    """The real race, without mocks: three processes start a Tracker on one new SQLite store together.
+    Before `store_lock`, 4 of 4 such starts left the store half-migrated and every later open failed
+    ("duplicate column name: step", "table runs already exists")."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    path = tmp_path / "mlflow.db"
+    barrier, results = ctx.Barrier(3), ctx.Queue()
+    procs = [ctx.Process(target=_open_store, args=(str(path), barrier, results)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=240)
+    assert [results.get(timeout=5) for _ in procs] == ["ok"] * 3
+    # and the store serves the next process too
+    assert tracker_module.Tracker(f"sqlite:///{path}", artifact_root=tmp_path / "a").experiment_id
