@@ -10,6 +10,7 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
 from memarch.errors import MemarchError
+from memarch.pipeline import sqlite_wal
 from memarch.optimizers.search.objectives import SINGLE, directions
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ def make_storage(url: str | None = DEFAULT_STORAGE, *, heartbeat_interval: int =
         return optuna.storages.InMemoryStorage()
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        sqlite_wal.install()  # WAL, NORMAL sync: a commit without fsyncs, safe against a crashed process
         # Several processes on one sqlite file: wait for the write lock instead of failing.
         engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}}
     elif url.startswith(("postgresql", "postgres:", "mysql")):

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from memarch.pipeline import sqlite_wal
+
 SQLITE = "sqlite:///"
 
 
@@ -37,6 +39,7 @@ def store_lock(tracking_uri: str) -> Iterator[None]:
     if path is None:
         yield
         return
+    sqlite_wal.install()  # the store's commits in WAL mode, without fsyncs (memarch/pipeline/sqlite_wal.py)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)

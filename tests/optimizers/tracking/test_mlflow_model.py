@@ -39,9 +39,15 @@ def empty_store(tmp_path_factory):
 
 @pytest.fixture
 def store_uri(empty_store, tmp_path):
-    import shutil
+    import sqlite3
 
-    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    # SQLite's backup API: the store is in WAL mode and still open, so its newest pages may be in
+    # mlflow.db-wal — a plain file copy of mlflow.db would miss them.
+    src, dst = sqlite3.connect(empty_store), sqlite3.connect(tmp_path / "mlflow.db")
+    try:
+        src.backup(dst)
+    finally:
+        src.close(), dst.close()
     return f"sqlite:///{tmp_path}/mlflow.db"
 
 
