@@ -102,3 +102,38 @@ class DiskCache:
 
     def clear(self) -> None:
         self._conn().execute(f"DELETE FROM {self.table}")
+
+
+class BoundedMemo:
+    """An in-process map of at most ``size`` entries; the oldest entry leaves first (insertion order).
+
+    Example::
+
+        memo = BoundedMemo(2)
+        memo.put("a", 1); memo.put("b", 2); memo.put("c", 3)
+        memo.get("a")  # None: it left when "c" came
+    """
+
+    def __init__(self, size: int):
+        self.size = int(size)
+        self._data: dict[Any, Any] = {}
+        self._lock = threading.Lock()  # `get` is one dict lookup; `put` evicts under the lock
+
+    def get(self, key: Any) -> Any | None:
+        return self._data.get(key)
+
+    def put(self, key: Any, value: Any) -> Any:
+        """Keep ``value`` under ``key``; returns it."""
+        data = self._data
+        with self._lock:
+            data.pop(key, None)
+            data[key] = value
+            while len(data) > self.size:
+                del data[next(iter(data))]
+        return value
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        self._data.clear()

@@ -32,6 +32,12 @@ class LineageEntry:
         return {"action": self.action, "actor": self.actor, "reason": self.reason, "related": list(self.related),
                 "at": self.at, "data": json_copy(self.data)}
 
+    def clone(self) -> "LineageEntry":
+        """A deep copy, as ``from_dict(to_dict())`` makes it, without the round trip."""
+        new = object.__new__(LineageEntry)
+        new.__dict__.update(self.__dict__, related=list(self.related), data=json_copy(self.data))
+        return new
+
     @classmethod
     def from_dict(cls, d: dict) -> "LineageEntry":
         return cls(action=d["action"], actor=d.get("actor", ""), reason=d.get("reason", ""),
@@ -126,6 +132,17 @@ class MemoryItem:
 
     def copy(self) -> "MemoryItem":
         return MemoryItem.from_dict(self.to_dict())
+
+    def clone(self) -> "MemoryItem":
+        """A deep copy equal to `copy`'s (no mutable part shared) without the dict round trip: what a
+        trial makes of each item its encoders remembered from an earlier trial."""
+        new = object.__new__(MemoryItem)
+        u = self.usage
+        usage = object.__new__(Usage)
+        usage.__dict__.update(u.__dict__)
+        new.__dict__.update(self.__dict__, fields=json_copy(self.fields), source_ids=list(self.source_ids),
+                            usage=usage, lineage=[e.clone() for e in self.lineage])
+        return new
 
 
 def json_copy(d: dict) -> dict:

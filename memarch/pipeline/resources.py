@@ -5,8 +5,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memarch.pipeline.cache import DiskCache, default_cache_dir
+from memarch.pipeline.cache import BoundedMemo, DiskCache, default_cache_dir
 from memarch.pipeline.embed import DEFAULT_MODEL, Embedder
+
+
+ENCODED_EPISODES = 8192  # encoded episodes kept decoded in memory (`Resources.encoded`)
 
 
 @dataclass
@@ -33,6 +36,9 @@ class Resources:
         if self.embedder is None:
             self.embedder = Embedder(DEFAULT_MODEL, cache_dir=self.cache_dir)
         self._encoder_cache: DiskCache | None = None
+        # Encoder cache hits decoded into items once per process: episode key -> the items
+        # (`Encoder.encode` clones them; ~1 KB an item, LoCoMo's LM-free encoders ~20k items).
+        self.encoded = BoundedMemo(ENCODED_EPISODES)
 
     @property
     def lm_available(self) -> bool:

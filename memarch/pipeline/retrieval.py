@@ -64,11 +64,50 @@ def format_item(item: MemoryItem, compact: bool = False) -> str:
     return f"{head} {item.text}" if head else item.text
 
 
+@lru_cache(maxsize=1 << 16)
+def _formatted(kind: str, event_time: str | None, text: str, compact: bool) -> tuple[str, int]:
+    """`format_item`'s line of an item with these fields, and its words (a line is a function of
+    them only); memoised: a packer formats the same candidates read after read."""
+    item = MemoryItem(text=text, kind=kind, id="-", event_time=event_time)
+    line = format_item(item, compact)
+    return line, count_words(line)
+
+
 @dataclass
 class ScoredItem:
     item: MemoryItem
     score: float
     trace: dict[str, Any] = field(default_factory=dict)  # why: component scores, seed, path, ...
+
+
+class LazyScoredItem(ScoredItem):
+    """A `ScoredItem` whose trace is made by ``make(*args)`` the first time it is read: a retriever
+    ranks more items than a context keeps, and most traces would never be looked at.
+
+    Example::
+
+        s = LazyScoredItem(item, 0.03, _trace, (item.id, sides, 0.03))
+        s.trace   # made now, then kept (and replaceable: ``s.trace = {...}``)
+    """
+
+    __slots__ = ()
+
+    def __init__(self, item: MemoryItem, score: float, make: Any, args: tuple = ()):
+        self.item, self.score = item, score
+        self.__dict__["_lazy"] = (make, args)
+
+    @property
+    def trace(self) -> dict[str, Any]:  # type: ignore[override]
+        d = self.__dict__
+        got = d.get("_trace")
+        if got is None:
+            make, args = d["_lazy"]
+            got = d["_trace"] = make(*args)
+        return got
+
+    @trace.setter
+    def trace(self, value: dict[str, Any]) -> None:
+        self.__dict__["_trace"] = value
 
 
 @dataclass
@@ -106,8 +145,12 @@ def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: 
     for s in ranked:
         if len(kept) >= top_k:
             break
-        line = format_item(s.item, compact)
-        n = count_words(line)
+        it = s.item
+        try:
+            line, n = _formatted(it.kind, it.event_time, it.text, compact)
+        except TypeError:  # a field that is not hashable: formatted as is
+            line = format_item(it, compact)
+            n = count_words(line)
         if context_budget is not None and used + n > context_budget:
             left = context_budget - used
             if left >= 8:

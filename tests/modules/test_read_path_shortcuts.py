@@ -96,3 +96,41 @@ def test_hybrid_reuses_its_last_fusion_only_while_nothing_changed(hash_resources
     other = HybridRetriever(hash_resources, dense_weight=0.0)
     assert [s.trace["dense_rank"] for s in other.rank(query, store, 3)] != [None] * 3  # ranks kept, weight 0
     assert [s.score for s in other.rank(query, store, 3)] != [s.score for s in retriever.rank(query, store, 3)]
+
+
+def test_lazy_traces_equal_the_eager_ones_and_are_made_when_read():
+    from memarch.modules.retrievers import hybrid
+    from memarch.pipeline.retrieval import LazyScoredItem, ScoredItem
+
+    made = []
+
+    def make(*args):
+        made.append(args)
+        return {"args": list(args)}
+
+    it = MemoryItem("Ana moved to Lisbon.", "fact")
+    lazy = LazyScoredItem(it, 0.5, make, (1, 2))
+    assert made == []
+    assert lazy.trace == {"args": [1, 2]} and lazy.trace is lazy.trace and len(made) == 1
+    lazy.trace = {**lazy.trace, "truncated": True}
+    assert lazy.trace == {"args": [1, 2], "truncated": True}
+    assert isinstance(lazy, ScoredItem) and (lazy.item, lazy.score) == (it, 0.5)
+    # the hybrid retriever's traces, made lazily, are the ones it made eagerly
+    sides = {"dense": {it.id: (1, 0.61)}, "lexical": {}}
+    assert LazyScoredItem(it, 0.01, hybrid._trace, (it.id, sides, 0.01, 50, "rrf")).trace == \
+        hybrid._trace(it.id, sides, 0.01, 50, "rrf")
+
+
+def test_packed_lines_equal_format_item():
+    from memarch.pipeline.episodes import Query
+    from memarch.pipeline.retrieval import ScoredItem, format_item, pack
+
+    items = [MemoryItem("Ana (3 May 2026): I moved to Lisbon. It is sunny.", "turn", event_time="2026-05-03"),
+             MemoryItem("Rui plays the cello", "fact", event_time=None),
+             MemoryItem("x " * 30, "event", event_time="2026-05-04")]
+    for compact in (False, True):
+        for _ in range(2):  # the second time from the memo
+            got = pack(Query("q"), [ScoredItem(i, 1.0) for i in items], top_k=5, context_budget=40, compact=compact)
+            lines = [format_item(i, compact) for i in items]
+            assert got.context.split("\n")[:2] == lines[:2]
+            assert got.trace["words_used"] == 40 and got.items[-1].trace.get("truncated")

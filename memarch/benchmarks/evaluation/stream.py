@@ -17,6 +17,7 @@ from memarch.benchmarks.evaluation.settings import EvaluationSettings
 from memarch.benchmarks.evaluation.traced_program import TracedProgram
 from memarch.benchmarks.metrics.retrieval import RANKING_METRICS
 from memarch.benchmarks.metrics.scores import mean
+from memarch.pipeline.collector import fewer_collections
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.trial import MODULES, QueryOutcome, TrialResult
 
@@ -86,10 +87,11 @@ def run_stream(program: MemoryProgram | None, bench: Benchmark, settings: Evalua
                             threshold=settings.success_threshold, trace=trace, view=StoreView(),
                             reader=settings.reader, judge=settings.judge, attribute_all=attribute_all,
                             rank_gold=rank_gold, memo=score_memo)
-    if program is not None and runs:
-        _embed_questions(program, bench)
-    done = _stream_dialogues(program, bench, runs, scorer, trace, on_read_point, on_instance)
-    results = [run.result(bench, scorer.metric, scorer.threshold, scorer.memo) for run in runs]
+    with fewer_collections():
+        if program is not None and runs:
+            _embed_questions(program, bench)
+        done = _stream_dialogues(program, bench, runs, scorer, trace, on_read_point, on_instance)
+        results = [run.result(bench, scorer.metric, scorer.threshold, scorer.memo) for run in runs]
     for r in results:
         r.metadata["instances"] = {"done": done, "total": len(bench.dialogues)}
     return results

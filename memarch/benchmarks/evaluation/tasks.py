@@ -13,6 +13,7 @@ from memarch.benchmarks.evaluation.costs import read_costs
 from memarch.benchmarks.evaluation.protocols import collect_then_deploy
 from memarch.benchmarks.evaluation.traced_program import TracedProgram
 from memarch.benchmarks.metrics.scores import mean
+from memarch.pipeline.collector import fewer_collections
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.trial import MODULES, QueryOutcome, TrialResult
@@ -42,6 +43,7 @@ def run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, b
         bench.use_note_store(program.store if program is not None else None)
 
     with contextlib.ExitStack() as stack:
+        stack.enter_context(fewer_collections())
         traced = stack.enter_context(TracedProgram(program, trace)) if program is not None else None
         for dep in collect_then_deploy(traced, bench, top_k=top_k, context_budget=budget,
                                        on_collect=lambda task, episode: count_agent(episode)):

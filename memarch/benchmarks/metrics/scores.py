@@ -92,10 +92,19 @@ def answer_recall(answer: object, context: str, context_budget: int | None = DEF
     gold = set(answer_tokens(answer))
     if not gold:
         return 0.0
-    if context_budget is not None:
-        context = truncate_words(context, context_budget)
-    have = set(answer_tokens(context))
+    if context_budget is not None and len(context.split()) > context_budget:
+        context = truncate_words(context, context_budget)  # str.split and truncate_words agree on words
+    # Normalisation never joins or splits across a line break, so the context's tokens are its
+    # lines' tokens; each line (a retrieved item) recurs read after read and is normalised once.
+    have: set[str] = set()
+    for line in context.split("\n"):
+        have.update(_line_tokens(line))
     return len(gold & have) / len(gold)
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _line_tokens(line: str) -> frozenset[str]:
+    return frozenset(normalize_answer(line).split())
 
 
 def evidence_recall(gold_ids: Iterable[str], covered_ids: Iterable[str]) -> float | None:

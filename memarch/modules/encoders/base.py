@@ -56,9 +56,16 @@ class Encoder(dspy.Module):
         cache = self.resources.encoder_cache
         key = self.cache_key(episode) if cache is not None else None
         if cache is not None:
-            hit = cache.get_json(key)
-            if hit is not None:
-                return [self._stamp(MemoryItem.from_dict(d), episode) for d in hit]
+            # The items of a hit, decoded once per process (`Resources.encoded`), then cloned per write:
+            # every trial of a search writes the same episodes through the same encoders.
+            memo = self.resources.encoded
+            templates = memo.get(key)
+            if templates is None:
+                hit = cache.get_json(key)
+                if hit is not None:
+                    templates = memo.put(key, [MemoryItem.from_dict(d) for d in hit])
+            if templates is not None:
+                return [self._stamp(it.clone(), episode) for it in templates]
         fell_back = False
         if self.resources.lm is not None:
             if type(self).encode_lm is not Encoder.encode_lm:  # an encoder with an LM path

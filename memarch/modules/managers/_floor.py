@@ -232,12 +232,16 @@ class FloorManager(Manager):
         """Near-duplicate merge and opposite-outcome conflicts; False if ``item`` is not kept.
         ``found``: the store's `NEAR_K` nearest active items, when already searched."""
         threshold = min(dedup, self.conflict_threshold)
-        cands = list(found) if found is not None else store.search(vec, NEAR_K, ns, exclude=_inactive)
+        found = found if found is not None else store.search(vec, NEAR_K, ns, exclude=_inactive)
+        # Only candidates at or above the threshold can act: the others are skipped below anyway,
+        # so they are dropped before the sort (which is stable: equal similarities keep their order).
+        cands = [c for c in found if not c[1] < threshold]
         if pending:
-            sims = pending_vecs @ vec
-            cands += [(p, float(s)) for p, s in zip(pending, sims) if p.active]
-        for other, sim in sorted(cands, key=lambda c: -c[1]):
-            if sim < threshold or other.id == item.id or not keys_compatible(item, other):
+            sims = (pending_vecs @ vec).astype(np.float64)  # compared as the Python floats below are
+            cands += [(pending[i], float(sims[i])) for i in np.flatnonzero(~(sims < threshold)).tolist()
+                      if pending[i].active]
+        for other, sim in sorted(cands, key=lambda c: -c[1]) if len(cands) > 1 else cands:
+            if other.id == item.id or not keys_compatible(item, other):
                 continue
             if opposite_outcomes(item, other):
                 # Opposite outcomes about different numbers / names / codes are two facts, no conflict.

@@ -19,7 +19,7 @@ from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
 from memarch.pipeline.resources import Resources
-from memarch.pipeline.retrieval import ScoredItem
+from memarch.pipeline.retrieval import LazyScoredItem, ScoredItem
 
 
 @register("retriever", "hybrid", rank=1, needs_embeddings=True,
@@ -84,7 +84,9 @@ class HybridRetriever(Retriever):
             order = sorted(fused, key=lambda iid: (-fused[iid], iid))
             _LAST[store] = (key, (fused, items, sides, order))
         name = "zscore" if int(cfg["fusion"]) == 1 else "rrf"
-        return [ScoredItem(items[iid], fused[iid], _trace(iid, sides, fused[iid], pool, name)) for iid in order[:k]]
+        # Traces are made when read: a read ranks ``k`` items, its context keeps a few.
+        return [LazyScoredItem(items[iid], fused[iid], _trace, (iid, sides, fused[iid], pool, name))
+                for iid in order[:k]]
 
     def _fuse(self, query: Query, store: Store, pool: int, cfg: dict[str, Any]):
         """(fused score per item id, the items, each side's (rank, score) per id)."""

@@ -75,17 +75,14 @@ class BM25Index:
         self._floor: tuple[int, float] | None = None  # (change count, idf floor)
         self._changes = 0
         self._idf_memo: tuple[int, dict[int, float]] = (-1, {})
+        # Until the next change: each slot's length norm, and each scored term's weight per posting
+        # (reads between two writes share them: a read point's questions, a deeper read).
+        self._weights: tuple[int, np.ndarray | None, dict[int, np.ndarray]] = (-1, None, {})
         self.add_many([list(doc) for doc in corpus or []])
 
     @property
     def slots(self) -> int:
         return len(self._terms)
-
-    def _counts(self, tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        c = Counter(tokens)
-        vocab = self.vocab
-        ids = np.fromiter((vocab.setdefault(w, len(vocab)) for w in c), dtype=np.int64, count=len(c))
-        return ids, np.fromiter(c.values(), dtype=np.float64, count=len(c))
 
     def _grow(self, slots: int) -> None:
         n_terms = len(self.vocab)
@@ -102,20 +99,26 @@ class BM25Index:
         so equal scores rank in the caller's order rather than in order of arrival."""
         if not docs:
             return []
-        first = self.slots
-        counts = [self._counts(doc) for doc in docs]
-        self._grow(first + len(docs))
-        lengths = np.fromiter((len(t) for t, _ in counts), dtype=np.int64, count=len(counts))
-        term = np.concatenate([t for t, _ in counts])
-        tf = np.concatenate([f for _, f in counts])
-        slot = np.repeat(np.arange(first, first + len(docs)), lengths)
+        first, n, vocab = self.slots, len(docs), self.vocab
+        # Every document's tokens at once: term ids in order of first occurrence (a new term takes
+        # the next id), then (document, term) pairs counted by one sort instead of a Counter each.
+        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
+        flat = np.fromiter((vocab.setdefault(w, len(vocab)) for doc in docs for w in doc), dtype=np.int64,
+                           count=int(lengths.sum()))
+        self._grow(first + n)
+        width = max(len(vocab), 1)
+        pairs, counts = np.unique(np.repeat(np.arange(n, dtype=np.int64), lengths) * width + flat,
+                                  return_counts=True)  # sorted by document, then term
+        doc, term, tf = pairs // width, pairs % width, counts.astype(np.float64)
+        per_doc = np.split(term, np.searchsorted(doc, np.arange(1, n)))  # each document's distinct terms
         if len(term):
+            slot = doc + first
             order = np.argsort(term, kind="stable")  # slots stay ascending within a term
-            term, tf, slot = term[order], tf[order], slot[order]
-            starts = np.r_[0, np.flatnonzero(np.diff(term)) + 1]
-            ends = np.r_[starts[1:], len(term)]
-            slots, tfs, docs_of, tfs_of = slot.tolist(), tf.tolist(), self._docs, self._tfs
-            for t, a, z in zip(term[starts].tolist(), starts.tolist(), ends.tolist()):
+            term_s, tf_s, slot_s = term[order], tf[order], slot[order]
+            starts = np.r_[0, np.flatnonzero(np.diff(term_s)) + 1]
+            ends = np.r_[starts[1:], len(term_s)]
+            slots, tfs, docs_of, tfs_of = slot_s.tolist(), tf_s.tolist(), self._docs, self._tfs
+            for t, a, z in zip(term_s[starts].tolist(), starts.tolist(), ends.tolist()):
                 if t == len(docs_of):  # a new term (ids come in order): these are its postings
                     docs_of.append(slots[a:z])
                     tfs_of.append(tfs[a:z])
@@ -123,19 +126,19 @@ class BM25Index:
                 else:
                     docs_of[t].extend(slots[a:z])
                     tfs_of[t].extend(tfs[a:z])
-            if len(docs) > 64:
-                self._df[:len(self.vocab)] += np.bincount(term, minlength=len(self.vocab))
+            if n > 64:
+                self._df[:len(vocab)] += np.bincount(term, minlength=len(vocab))
             else:  # a few documents: touch their terms only, not the whole vocabulary
                 np.add.at(self._df, term, 1)
-        doc_len = np.array([float(f.sum()) for _, f in counts])
-        self._len[first:first + len(docs)] = doc_len
-        self._alive[first:first + len(docs)] = True
-        self._key[first:first + len(docs)] = np.arange(first, first + len(docs)) if keys is None else keys
-        self._terms.extend(t for t, _ in counts)
-        self.size += len(docs)
-        self._total += int(doc_len.sum())
+        doc_len = lengths.astype(np.float64)
+        self._len[first:first + n] = doc_len
+        self._alive[first:first + n] = True
+        self._key[first:first + n] = np.arange(first, first + n) if keys is None else keys
+        self._terms.extend(per_doc)
+        self.size += n
+        self._total += int(lengths.sum())
         self._changes += 1
-        return list(range(first, first + len(docs)))
+        return list(range(first, first + n))
 
     def _postings(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Term ``t``'s slots and frequencies as arrays (slots ascending)."""
@@ -203,16 +206,32 @@ class BM25Index:
             counts = Counter(t for t in query_tokens if t in self.vocab)
         if not counts or self.size == 0 or self._total == 0:
             return out
-        k1, b, avgdl = self.k1, self.b, self._total / self.size
+        vocab, df = self.vocab, self._df
         for token, mult in counts.items():
-            t = self.vocab[token]
-            if not self._df[t]:
+            t = vocab[token]
+            if not df[t]:
                 continue
-            docs, tf = self._postings(t)
-            norm = k1 * (1 - b + b * self._len[docs] / avgdl)
-            out[docs] += self.term_idf(t) * tf * (k1 + 1) / (tf + norm) * float(mult)
+            docs, weight = self.term_weights(t)
+            out[docs] += weight if mult == 1 else weight * float(mult)
         out[~self._alive[:self.slots]] = 0.0
         return out
+
+    def term_weights(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """Term ``t``'s slots and its BM25 weight in each, ``idf x tf x (k1 + 1) / (tf + norm)``
+        (retired slots included), remembered until the next change of the documents."""
+        changes, norm, memo = self._weights
+        if changes != self._changes:
+            k1, b, avgdl = self.k1, self.b, self._total / self.size
+            slots = self.slots
+            # the same elementwise operations, in the same order, as a norm computed per term
+            norm = k1 * (1 - b + b * self._len[:slots] / avgdl)
+            memo = {}
+            self._weights = (self._changes, norm, memo)
+        got = memo.get(t)
+        if got is None:
+            docs, tf = self._postings(t)
+            got = memo[t] = (docs, self.term_idf(t) * tf * (self.k1 + 1) / (tf + norm[docs]))
+        return got
 
     def top(self, query_tokens: "Sequence[str] | Mapping[str, float]", n: int) -> list[tuple[int, float]]:
         """Up to ``n`` (slot, score) pairs with a positive score, best first, ties by key."""
