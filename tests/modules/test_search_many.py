@@ -41,3 +41,27 @@ def test_each_row_equals_a_search_alone(make, name, k):
     assert all(len(row) == k for row in alone)
     assert store.search_many(queries[:0], k, "a", exclude=_inactive) == []
     assert store.search_many(queries[:3], k, "empty", exclude=_inactive) == [[], [], []]
+
+
+def test_min_score_keeps_the_hits_of_the_k_best_at_or_above_it():
+    """``min_score``: the same hits as the k best filtered by score, the walk stopped early."""
+    import numpy as np
+
+    from memarch.modules.stores.json_store import JsonStore
+    from memarch.modules.stores.vector import VectorStore
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.items import MemoryItem
+    from memarch.pipeline.resources import Resources
+
+    res = Resources(embedder=Embedder("hash"), use_encoder_cache=False)
+    texts = [f"note {i} about {w}" for i, w in enumerate(["apples", "pears", "apples and pears", "plums", "apples"] * 6)]
+    for cls in (VectorStore, JsonStore):
+        store = cls(res)
+        store.add([MemoryItem(t, "fact", episode_id=f"e{i}") for i, t in enumerate(texts)])
+        queries = res.embedder.embed(["note about apples", "note 3 about plums", "pears"])
+        for k in (1, 4, 8, 40):
+            for floor in (-1.0, 0.2, 0.5, 0.9, 2.0):
+                full = store.search_many(queries, k, exclude=lambda it: not it.active)
+                cut = store.search_many(queries, k, exclude=lambda it: not it.active, min_score=floor)
+                assert cut == [[h for h in row if h[1] >= floor] for row in full], (cls, k, floor)
+        assert np.isfinite([s for row in full for _, s in row]).all()

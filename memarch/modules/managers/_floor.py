@@ -145,7 +145,7 @@ class FloorManager(Manager):
         sigs: dict[str, MemoryItem] = {}  # this batch's admitted items, which win over stored ones
         # Every item's near-duplicate candidates in the store, in one batch: valid while the store
         # is unchanged (an item whose check comes after a write in this batch searches again).
-        near = _BatchSearch(store, ns, vecs, NEAR_K)
+        near = _BatchSearch(store, ns, vecs, NEAR_K, min(dedup, self.conflict_threshold))
         self.begin_run()
         for j, (item, vec) in enumerate(zip(batch, vecs)):
             if self._same_id(item, store, ns, pending):
@@ -232,7 +232,8 @@ class FloorManager(Manager):
         """Near-duplicate merge and opposite-outcome conflicts; False if ``item`` is not kept.
         ``found``: the store's `NEAR_K` nearest active items, when already searched."""
         threshold = min(dedup, self.conflict_threshold)
-        found = found if found is not None else store.search(vec, NEAR_K, ns, exclude=_inactive)
+        if found is None:
+            found = store.search_many(vec[None, :], NEAR_K, ns, exclude=_inactive, min_score=threshold)[0]
         # Only candidates at or above the threshold can act: the others are skipped below anyway,
         # so they are dropped before the sort (which is stable: equal similarities keep their order).
         cands = [c for c in found if not c[1] < threshold]
@@ -395,8 +396,8 @@ class _BatchSearch:
     `Store.search_many` on first use; a row is served only while the namespace's version is the
     one searched at (None after a write: the caller searches again)."""
 
-    def __init__(self, store: Store, ns: str, vecs: np.ndarray, k: int):
-        self.store, self.ns, self.vecs, self.k = store, ns, vecs, k
+    def __init__(self, store: Store, ns: str, vecs: np.ndarray, k: int, min_score: float | None = None):
+        self.store, self.ns, self.vecs, self.k, self.min_score = store, ns, vecs, k, min_score
         self.rows: list | None = None
         self.version = -1
 
@@ -405,5 +406,6 @@ class _BatchSearch:
             if len(self.vecs) < 2:
                 return None
             self.version = self.store.version(self.ns)
-            self.rows = self.store.search_many(self.vecs, self.k, self.ns, exclude=_inactive)
+            self.rows = self.store.search_many(self.vecs, self.k, self.ns, exclude=_inactive,
+                                               min_score=self.min_score)
         return self.rows[j] if self.store.version(self.ns) == self.version else None

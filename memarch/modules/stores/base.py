@@ -278,9 +278,15 @@ class Store(dspy.Module):
         return out
 
     def search_many(self, vectors: np.ndarray, k: int, namespace: str = "default", *,
-                    exclude: Callable[[MemoryItem], bool] | None = None) -> list[list[tuple[MemoryItem, float]]]:
-        """`search` of each row of ``vectors`` now (a store may answer them in one batch)."""
-        return [self.search(v, k, namespace, exclude=exclude) for v in vectors]
+                    exclude: Callable[[MemoryItem], bool] | None = None,
+                    min_score: float | None = None) -> list[list[tuple[MemoryItem, float]]]:
+        """`search` of each row of ``vectors`` now (a store may answer them in one batch);
+        ``min_score``: only the hits of those ``k`` that score at least it (a store may stop
+        looking at the first hit below it)."""
+        rows = [self.search(v, k, namespace, exclude=exclude) for v in vectors]
+        if min_score is None:
+            return rows
+        return [[h for h in row if not h[1] < min_score] for row in rows]
 
     # -- state digest ----------------------------------------------------------------------------
     def state_digest(self, namespace: str = "default", *,

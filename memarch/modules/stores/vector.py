@@ -174,20 +174,26 @@ class VectorStore(Store):
         return self._filtered_search(index, recs, vector, k, where, exclude, allowed)
 
     def search_many(self, vectors: np.ndarray, k: int, namespace: str = "default", *,
-                    exclude: Callable[[MemoryItem], bool] | None = None) -> list[list[tuple[MemoryItem, float]]]:
+                    exclude: Callable[[MemoryItem], bool] | None = None,
+                    min_score: float | None = None) -> list[list[tuple[MemoryItem, float]]]:
         """`search` of each row (with ``exclude``), the rows' first FAISS fetch in one call: what a
-        manager's near-duplicate check of a written batch asks, row by row, of an unchanged store."""
+        manager's near-duplicate check of a written batch asks, row by row, of an unchanged store.
+        ``min_score``: a row's walk stops at its first hit below it (hits come best first)."""
         index = self._indexes.get(namespace)
         # Only where an unfiltered `search` is this class's (a subclass overriding it says so in its body)
         plain = type(self).search is VectorStore.search or vars(type(self)).get("_unfiltered_search_is_vector", False)
         if not plain or index is None or k <= 0 or not len(index) or exclude is None:
-            return super().search_many(vectors, k, namespace, exclude=exclude)
+            return super().search_many(vectors, k, namespace, exclude=exclude, min_score=min_score)
         recs = self._records[namespace]
         fetch = max(2 * k, k + 32)
         out = []
         for vector, (scores, ints) in zip(vectors, index.hits_many(vectors, fetch)):
-            got, done = self._walk(index, recs, scores, ints, k, None, exclude, None, {})
-            out.append(got if done or fetch >= len(index) else self._filtered_search(index, recs, vector, k, None, exclude))
+            got, done = self._walk(index, recs, scores, ints, k, None, exclude, None, {}, min_score)
+            if not (done or fetch >= len(index)):
+                got = self._filtered_search(index, recs, vector, k, None, exclude)
+                if min_score is not None:
+                    got = [h for h in got if not h[1] < min_score]
+            out.append(got)
         return out
 
     @staticmethod
@@ -206,13 +212,16 @@ class VectorStore(Store):
     @staticmethod
     def _walk(index: DenseIndex, recs: dict[str, MemoryItem], scores: list[float], ints: list[int], k: int,
               where: Where | None, exclude: Callable[[MemoryItem], bool] | None, allowed: set[str] | None,
-              kept: dict[str, bool]) -> tuple[list[tuple[MemoryItem, float]], bool]:
-        """The hits of one fetch that pass the filter, best first, up to ``k``; and whether ``k`` did."""
+              kept: dict[str, bool], min_score: float | None = None) -> tuple[list[tuple[MemoryItem, float]], bool]:
+        """The hits of one fetch that pass the filter, best first, up to ``k``; and whether ``k`` did.
+        ``min_score``: the walk ends (done) at the first hit below it, which no later hit beats."""
         out: list[tuple[MemoryItem, float]] = []
         to_item = index.to_item
         for s, n in zip(scores, ints):  # best first: stop at the k-th survivor
             if n < 0:
                 break
+            if min_score is not None and s < min_score:
+                return out, True
             i = to_item[n]
             ok = kept.get(i)
             if ok is None:
