@@ -11,6 +11,7 @@ from typing import Any
 
 import dspy
 
+from memarch.pipeline.module_attributes import lean_getattribute
 from memarch.errors import DataError, MemarchError
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.deprecation import deprecated_attribute, renamed_keywords
@@ -53,6 +54,9 @@ class MemoryProgram(dspy.Module):
     (``{"answer": {"instructions", "demos"}}``, set by prompt optimisation) is the prompt of the
     `MemoryReader` the scores were read with (see `memarch.optimizers.prompts.optimize`).
     """
+
+    # dspy's check of direct `forward` calls for `forward` only (pipeline/module_attributes.py)
+    __getattribute__ = lean_getattribute
 
     def __init__(self, architecture: Architecture | dict, *, resources: Resources | None = None,
                  top_k: int = 4, context_budget: int | None = None, config: dict[str, Any] | None = None,

@@ -87,7 +87,8 @@ def retrieval_scores_many(questions: dict[str, tuple[Iterable[str], Sequence[str
     run = {qid: ({t: float(len(ranked) - i) for i, t in enumerate(ranked)} or {_NOTHING: 0.0})
            for qid, (_, ranked) in scored.items()}
     values = pytrec_eval.RelevanceEvaluator(qrels, _measures(metrics)).evaluate(run)
-    return {qid: {m: float(values[qid][_trec(m)[1]]) for m in metrics} for qid in scored}
+    keys = [(m, _trec(m)[1]) for m in metrics]
+    return {qid: {m: float(got[key]) for m, key in keys} for qid, got in ((q, values[q]) for q in scored)}
 
 
 def retrieval_scores(gold_ids: Iterable[str], ranked: Sequence[str],

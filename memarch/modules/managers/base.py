@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import dspy
 
+from memarch.pipeline.module_attributes import lean_getattribute
 from memarch.modules.managers._budget import active_words, new_stats, parse_budget, prune_lowest, refuse_oversized
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Episode
@@ -18,6 +19,8 @@ from memarch.pipeline.retrieval import Retrieval
 
 class Manager(dspy.Module):
     name: ClassVar[str] = "base"
+    # dspy's check of direct `forward` calls for `forward` only (pipeline/module_attributes.py)
+    __getattribute__ = lean_getattribute
     period: int = 10  # episodes between periodic passes
 
     def __init__(self, resources: Resources | None = None, **config: Any):

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import dspy
 
+from memarch.pipeline.module_attributes import lean_getattribute
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
@@ -22,7 +23,13 @@ from memarch.pipeline.retrieval import Retrieval, ScoredItem
 class Retriever(dspy.Module):
     """Subclasses implement :meth:`rank`; :meth:`retrieve` applies the common contract."""
 
+    # dspy's check of direct `forward` calls for `forward` only (pipeline/module_attributes.py)
+    __getattribute__ = lean_getattribute
+
     name: ClassVar[str] = "base"
+    # True where `rank` itself returns only eligible items (its searches filter by eligibility), so
+    # `retrieve` need not check each item again
+    ranks_eligible_only: ClassVar[bool] = False
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__()
@@ -43,7 +50,9 @@ class Retriever(dspy.Module):
                  context_budget: int | None = None) -> Retrieval:
         if isinstance(query, str):
             query = Query(text=query)
-        ranked = [s for s in self.rank(query, store, pool_size(self.config, top_k)) if eligible(s.item, query)]
+        ranked = self.rank(query, store, pool_size(self.config, top_k))
+        if not self.ranks_eligible_only:
+            ranked = [s for s in ranked if eligible(s.item, query)]
         trace: dict[str, Any] = {"retriever": self.name}
         ranked = fuse_aware(query, ranked, store, config=self.config, embedder=self.resources.embedder, trace=trace)
         return pack_context(query, ranked, top_k=top_k, context_budget=context_budget, config=self.config,

@@ -61,6 +61,9 @@ class HybridRetriever(Retriever):
         dense_weight, lexical_weight: weight of each side's reciprocal rank (or z-score).
     """
 
+    # both sides search with the query's eligibility (`exclude_fn`, `eligible_fn`); a cached fusion is
+    # keyed by the namespace's version, which every change of an item's status moves
+    ranks_eligible_only: ClassVar[bool] = True
     DEFAULTS: ClassVar[dict[str, Any]] = {"pool": 50, "fusion": 0, "rrf_k": 60, "dense_weight": 1.0, "lexical_weight": 1.0,
                                           "prf_terms": 0, "prf_docs": 3, "prf_weight": 0.3}
 
