@@ -46,10 +46,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warm-runs", type=int, default=2)
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="profile one more warm trial and print its stages and top-N functions by own time")
+    p.add_argument("--gc0", type=int, default=None, metavar="N",
+                   help="the collector's first threshold while a trial runs (default memarch's, "
+                        "pipeline/collector.py; 700 is CPython's own)")
     p.add_argument("--faiss-threads", type=int, default=1,
                    help="OpenMP threads for FAISS searches (default 1: per-conversation indexes are small, "
                         "and extra threads only contend for the 2 shared cores)")
     args = p.parse_args(argv)
+    if args.gc0 is not None:
+        from memarch.pipeline import collector
+
+        collector.GEN0 = args.gc0
     if args.faiss_threads > 0:
         import faiss
 

@@ -2,9 +2,10 @@
 
 A trial allocates millions of short-lived objects (items, traces, scores), almost all freed by
 reference counting; CPython 3.11 still starts a young-generation collection every 700 net
-allocations, and each one walks every container allocated since — ~260 collections and ~20% of a
-warm LoCoMo trial's time (benchmarks/bench_trial.py --gc). Raising the first threshold while a
-trial runs changes no result: the collector finds the same cycles, later.
+allocations, and each one walks every container allocated since — ~260 collections and ~15-20% of a
+warm LoCoMo trial's time (``benchmarks/bench_trial.py --gc0 700`` runs with CPython's setting).
+Raising the first threshold while a trial runs changes no result: the collector finds the same
+cycles, later.
 """
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ _saved: tuple[int, int, int] | None = None
 
 
 @contextmanager
-def fewer_collections(gen0: int = GEN0) -> Iterator[None]:
-    """Within the block, a young collection every ``gen0`` net allocations (never fewer than the
-    threshold already set); the thresholds before it come back when the outermost block ends, also
-    when several threads run trials at once.
+def fewer_collections(gen0: int | None = None) -> Iterator[None]:
+    """Within the block, a young collection every ``gen0`` net allocations (default `GEN0`, read at
+    entry; never fewer than the threshold already set); the thresholds before it come back when the
+    outermost block ends, also when several threads run trials at once.
 
     Example::
 
@@ -32,6 +33,7 @@ def fewer_collections(gen0: int = GEN0) -> Iterator[None]:
             run_stream(program, bench, settings)
     """
     global _depth, _saved
+    gen0 = GEN0 if gen0 is None else int(gen0)
     with _lock:
         if _depth == 0:
             _saved = gc.get_threshold()
