@@ -127,3 +127,48 @@ def test_a_locomo_trial_reads_sessions_first(data_dir, hash_resources):
     result = evaluate(arch, bench, split="validation", resources=hash_resources, limit=120)
     assert not result.failed, result.error
     assert 0.0 < result.scores["session_hit@1"] <= 1.0 and result.scores["questions"] > 50
+
+
+def test_stem_tokenize_reduces_words_to_their_stems():
+    from memarch.modules.stores.lexical import analyzer, stem_tokenize
+
+    assert stem_tokenize("She paints; the paintings were painted") == ["paint", "paint", "paint"]
+    assert stem_tokenize("the adoption agencies") == ["adopt", "agenc"]  # stopwords go first
+    assert analyzer(False) is tokenize and analyzer(True) is stem_tokenize
+
+
+def test_stem_matches_other_forms_of_a_word(hash_resources):
+    """With ``stem`` 1 both BM25s read stems: a question about "painting" finds the session that says
+    "paints" by its words alone (dense off), which plain tokens cannot; ``stem`` 0 (the default) is
+    the plain index, and both indexes live side by side on one store."""
+    from memarch.modules.stores.lexical import lexical_index
+
+    store = VectorStore(hash_resources)
+    store.add([MemoryItem("Melanie paints sunsets by the lake", "turn", episode_id="s1", source_ids=["s1:0"]),
+               MemoryItem("Caroline went to a support group", "turn", episode_id="s2", source_ids=["s2:0"]),
+               MemoryItem("the weather was grey", "turn", episode_id="s3", source_ids=["s3:0"])])
+    query = Query("what is Melanie's painting about")
+    lexical_only = {"dense_weight": 0.25, "item_lexical_weight": 1.0}
+    stemmed = SessionRetriever(hash_resources, sessions=3, stem=1, **lexical_only).rank_sessions(query, store)
+    plain = SessionRetriever(hash_resources, sessions=3, **lexical_only).rank_sessions(query, store)
+    assert stemmed.terms == ["melani", "s", "paint", "about"] and plain.terms == ["melanie", "s", "painting", "about"]
+    plain_index = lexical_index(store, "default")
+    stem_index = lexical_index(store, "default", stem=True)
+    assert plain_index is not stem_index and stem_index.stem and not plain_index.stem
+    ids = [it.id for it in store.list("default")]
+    assert stem_index.scores_of(["paint"], ids)[0] > 0 and plain_index.scores_of(["paint"], ids)[0] == 0
+    assert stemmed.sessions[0] == "s1"
+    # a write reaches both indexes
+    store.add([MemoryItem("Bob painted a fence", "turn", episode_id="s4", source_ids=["s4:0"])])
+    ids = [it.id for it in store.list("default")]
+    assert lexical_index(store, "default", stem=True).scores_of(["fenc"], ids)[3] > 0
+    assert lexical_index(store, "default").scores_of(["fence"], ids)[3] > 0
+
+
+def test_stem_defaults_off_so_saved_architectures_read_as_before(hash_resources):
+    store = _store(hash_resources)
+    query = Query("where does Ann work, the bakery?")
+    default = SessionRetriever(hash_resources, sessions=3).rank(query, store, 9)
+    off = SessionRetriever(hash_resources, sessions=3, stem=0).rank(query, store, 9)
+    assert [(s.item.id, s.score) for s in default] == [(s.item.id, s.score) for s in off]
+    assert SessionRetriever.DEFAULTS["stem"] == 0

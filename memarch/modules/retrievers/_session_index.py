@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from memarch.modules.stores.base import Store
-from memarch.modules.stores.lexical import BM25Index, tokenize
+from memarch.modules.stores.lexical import BM25Index, analyzer
 
 
 class SessionIndex:
@@ -23,8 +23,10 @@ class SessionIndex:
         index.scores(groups, items, store, ["caroline", "work"])   # one BM25 per session of groups
     """
 
-    def __init__(self, namespace: str) -> None:
+    def __init__(self, namespace: str, stem: bool = False) -> None:
         self.namespace = namespace
+        self.stem = bool(stem)
+        self._tokenize = analyzer(self.stem)
         self.bm25 = BM25Index()
         self.slot: dict[str, tuple[int, tuple[str, ...]]] = {}
         self._synced: tuple | None = None  # what the last sync saw: the store version and the groups' sizes
@@ -54,7 +56,7 @@ class SessionIndex:
                 self.bm25.remove(held[0])
             fresh.append((g, texts))
         if fresh:
-            slots = self.bm25.add_many([[t for text in texts for t in tokenize(text)] for _, texts in fresh])
+            slots = self.bm25.add_many([[t for text in texts for t in self._tokenize(text)] for _, texts in fresh])
             for (g, texts), slot in zip(fresh, slots):
                 self.slot[g] = (slot, texts)
         if self.bm25.slots > 4 * max(self.bm25.size, 16):  # mostly retired slots: start over
@@ -66,12 +68,14 @@ class SessionIndex:
 
 
 # Per store: {namespace: SessionIndex}; dies with the store.
-_INDEXES: "weakref.WeakKeyDictionary[Store, dict[str, SessionIndex]]" = weakref.WeakKeyDictionary()
+_INDEXES: "weakref.WeakKeyDictionary[Store, dict[Any, SessionIndex]]" = weakref.WeakKeyDictionary()
 
 
-def session_index(store: Store, namespace: str) -> SessionIndex:
+def session_index(store: Store, namespace: str, *, stem: bool = False) -> SessionIndex:
+    """The namespace's session index (``stem``: over stemmed tokens, kept beside the plain one)."""
     per_store = _INDEXES.setdefault(store, {})
-    index = per_store.get(namespace)
+    key = (namespace, "stem") if stem else namespace
+    index = per_store.get(key)
     if index is None:
-        index = per_store[namespace] = SessionIndex(namespace)
+        index = per_store[key] = SessionIndex(namespace, stem)
     return index

@@ -19,7 +19,7 @@ from memarch.modules.retrievers._packing import PACKING
 from memarch.modules.retrievers._session_index import session_index
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.stores.base import Store
-from memarch.modules.stores.lexical import lexical_index, tokenize
+from memarch.modules.stores.lexical import analyzer, lexical_index
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -38,6 +38,8 @@ from memarch.pipeline.retrieval import ScoredItem
                       description="session: weight of the dense side (the session BM25's is 1)"),
                  Knob("item_lexical_weight", "float", 0.0, 2.0, default=1.0,
                       description="session: weight of the BM25 of a session's best item (MaxP; 0 off)"),
+                 Knob("stem", "int", 0, 1, default=0,
+                      description="session: BM25 over English Snowball stems (1) or plain tokens (0)"),
                  *PACKING, *AWARENESS))
 class SessionRetriever(Retriever):
     """Sessions first, then their items.
@@ -48,7 +50,8 @@ class SessionRetriever(Retriever):
     session, rebuilt when the namespace changes). Both are fused (``fusion``: 1 weighted z-scores
     over the namespace's sessions, 0 reciprocal rank) with ``dense_weight`` against BM25's 1; with
     ``item_lexical_weight`` > 0 the BM25 of the session's best item (the namespace's item index:
-    passage-level evidence, "MaxP") joins the sum with that weight. The
+    passage-level evidence, "MaxP") joins the sum with that weight. With ``stem`` 1 both BM25s index
+    and read English Snowball stems ("paintings" matches "painted"). The
     items of the ``sessions`` best sessions are then ranked by the same fusion of their own cosine
     and BM25, each item's trace naming its session's rank.
 
@@ -62,7 +65,7 @@ class SessionRetriever(Retriever):
     # conversations (docs/benchmarks.md, "Session-level retrieval, like for like"); the published
     # two-signal fusion is dense_weight 1.5, item_lexical_weight 0 (a BM25 share of 0.4).
     DEFAULTS: ClassVar[dict[str, Any]] = {"sessions": 3, "pooling": 0, "fusion": 1, "dense_weight": 0.8,
-                                          "item_lexical_weight": 1.0}
+                                          "item_lexical_weight": 1.0, "stem": 0}
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__(resources, **config)
@@ -84,12 +87,13 @@ class SessionRetriever(Retriever):
             groups.setdefault(session_of(it), []).append(it.id)
         names = list(groups)
         pooled = np.array([_pool([cosine[i] for i in groups[s]], int(cfg["pooling"])) for s in names])
-        terms = tokenize(query.text)
-        lexical = session_index(store, ns).scores(groups, items, store, terms)
+        stem = bool(int(cfg["stem"]))
+        terms = analyzer(stem)(query.text)
+        lexical = session_index(store, ns, stem=stem).scores(groups, items, store, terms)
         fused = _fuse(pooled, lexical, cfg)
         weight = float(cfg["item_lexical_weight"])
         if weight > 0:  # passage-level evidence: the session's best item by BM25 (MaxP)
-            per_item = lexical_index(store, ns).scores_of(terms, list(items))  # one scoring for all sessions
+            per_item = lexical_index(store, ns, stem=stem).scores_of(terms, list(items))  # one scoring for all sessions
             at = {iid: j for j, iid in enumerate(items)}
             best = np.array([per_item[[at[i] for i in groups[s]]].max() for s in names])
             fused = fused + weight * _norm(cfg)(best)
@@ -126,7 +130,7 @@ class SessionRetriever(Retriever):
         score_of = dict(zip(ranking.sessions, ranking.scores))
         members = [i for s in top for i in ranking.groups[s]]  # eligible: the dense search excluded the rest
         # The members' BM25 (a member BM25 does not match scores 0), one scoring for all of them
-        lexical = lexical_index(store, query.namespace).scores_of(ranking.terms, members)
+        lexical = lexical_index(store, query.namespace, stem=bool(int(cfg["stem"]))).scores_of(ranking.terms, members)
         bm25 = np.where(lexical > 0, lexical, 0.0)
         cosine, items = ranking.cosine, ranking.items
         item_scores = _fuse(np.array([cosine[i] for i in members]), bm25, cfg)

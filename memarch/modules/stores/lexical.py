@@ -36,6 +36,34 @@ def _tokens(text: str) -> tuple[str, ...]:
     return tuple(w for w in _WORD.findall(text.lower()) if w not in STOPWORDS)
 
 
+def stem_tokenize(text: str) -> list[str]:
+    """`tokenize`, each token reduced to its English Snowball (Porter 2) stem: "paintings" and
+    "painted" both "paint". Stopwords go before stemming, as in `tokenize`."""
+    return list(_stemmed(text))
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _stemmed(text: str) -> tuple[str, ...]:
+    return tuple(_stem(w) for w in _tokens(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _stem(word: str) -> str:
+    return _STEMMER().stemWord(word)
+
+
+@functools.lru_cache(maxsize=1)
+def _STEMMER():
+    import snowballstemmer  # pure Python; only an index that stems imports it
+
+    return snowballstemmer.stemmer("english")
+
+
+def analyzer(stem: bool = False):
+    """The tokenizer of an index: `stem_tokenize` when ``stem``, else `tokenize`."""
+    return stem_tokenize if stem else tokenize
+
+
 class BM25Index:
     """BM25Okapi (rank-bm25's k1, b, epsilon and idf floor) over documents added and removed one
     at a time.
@@ -259,11 +287,15 @@ class LexicalIndex:
 
     Args:
         store, namespace: whose active items are indexed.
+        stem: index (and read queries as) stemmed tokens (`stem_tokenize`) instead of `tokenize`'s.
         bm25: `BM25Index` parameters (k1, b, epsilon).
     """
 
-    def __init__(self, store: "Store", namespace: str, **bm25):
+    def __init__(self, store: "Store", namespace: str, *, stem: bool = False, **bm25):
         items = store.list(namespace)
+        self.stem = bool(stem)
+        self.tokenize = analyzer(self.stem)
+        self._words = _stemmed if self.stem else _tokens
         self.bm25 = BM25Index(**bm25)
         self.ids: list[str] = []  # per slot
         self.texts: list[str] = []  # per slot
@@ -278,7 +310,7 @@ class LexicalIndex:
         if not items:
             return
         # Ties rank in the store's insertion order, which replacing or reviving an item keeps.
-        slots = self.bm25.add_many([tokenize(it.text) for it in items],
+        slots = self.bm25.add_many([self.tokenize(it.text) for it in items],
                                    keys=[store.position(it.id, namespace) for it in items])
         self.ids.extend(it.id for it in items)
         self.texts.extend(it.text for it in items)
@@ -313,7 +345,7 @@ class LexicalIndex:
         least 1); a slot's text never changes, so once per slot."""
         got = self._counts.get(slot)
         if got is None:
-            words = _tokens(self.texts[slot])
+            words = self._words(self.texts[slot])
             got = self._counts[slot] = (tuple(Counter(words).items()), max(len(words), 1))
         return got
 
@@ -370,7 +402,7 @@ class LexicalIndex:
         store = self._store()
         if store is None:
             return []
-        tokens = tokenize(text)
+        tokens = self.tokenize(text)
         if prf is not None and prf[1] > 0:  # feedback only from items the caller may read
             first = [(self.slot_of[it.id], score) for it, score in self.search(text, prf[0], keep)]
             tokens = self.expand(tokens, docs=prf[0], terms=prf[1], weight=prf[2], hits=first)
@@ -392,13 +424,15 @@ class LexicalIndex:
 _INDEXES: "weakref.WeakKeyDictionary[Store, dict]" = weakref.WeakKeyDictionary()
 
 
-def lexical_index(store: "Store", namespace: str) -> LexicalIndex:
+def lexical_index(store: "Store", namespace: str, *, stem: bool = False) -> LexicalIndex:
     """The index of ``store``'s active items in ``namespace``, brought up to date with the writes
-    since it was last read (rebuilt only when the store's journal cannot say what changed)."""
+    since it was last read (rebuilt only when the store's journal cannot say what changed);
+    ``stem``: the index over stemmed tokens (`stem_tokenize`), kept beside the plain one."""
     per_store = _INDEXES.setdefault(store, {})
-    index = per_store.get(namespace)
+    key = (namespace, "stem") if stem else namespace
+    index = per_store.get(key)
     if index is None or not index.sync(store, namespace):
-        index = per_store[namespace] = LexicalIndex(store, namespace)
+        index = per_store[key] = LexicalIndex(store, namespace, stem=stem)
     return index
 
 
