@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from memarch.modules.retrievers.session import SessionRetriever, session_of
+from memarch.modules.stores.lexical import stem_only_terms
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.trial import MODULES
 
@@ -147,7 +148,8 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
     (``gold_dense_rank`` / ``gold_lexical_rank``, None where a side did not rank it) are kept too:
     the evidence of "retrieve.fusion rrf -> zscore" (the sides disagree on the gold). Items written
     by episodes (a conversation's sessions) add ``gold_session_rank`` / ``gold_rank_in_sessions``
-    (`_session_ranks`), the evidence of "retrieve -> session".
+    (`_session_ranks`), the evidence of "retrieve -> session"; ``gold_stem_only``, how many of the
+    query's words match that item only as stems (`stem_only_terms`), the evidence of "retrieve.stem 0 -> 1".
     ``read`` is ``program.read``-like; reads never change memory.
     """
     depth = max(2 * int(top_k), 20)
@@ -162,6 +164,8 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
         out["gold_dense_rank"], out["gold_lexical_rank"] = trace["dense_rank"], trace["lexical_rank"]
     if found is not None and found[1].item.episode_id:
         out.update(_session_ranks([s.item for s in deeper.items[:found[0]]]))
+    if found is not None and getattr(query, "text", None):  # the evidence of "retrieve.stem 0 -> 1"
+        out["gold_stem_only"] = len(stem_only_terms(query.text, found[1].item.text))
     return out
 
 
@@ -187,5 +191,5 @@ def attribution_rows(result) -> list[dict[str, Any]]:
                                                               "retrieved_sources", "reason", "question",
                                                               "gold_rank", "rank_depth", "read_items", "top_k",
                                                               "gold_dense_rank", "gold_lexical_rank",
-                                                              "gold_session_rank", "gold_rank_in_sessions")}}
+                                                              "gold_session_rank", "gold_rank_in_sessions", "gold_stem_only")}}
             for o in result.outcomes if not o.success]

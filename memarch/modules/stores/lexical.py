@@ -59,6 +59,14 @@ def _STEMMER():
     return snowballstemmer.stemmer("english")
 
 
+def stem_only_terms(query: str, text: str) -> list[str]:
+    """The query's words that match ``text`` only as stems: its token is not one of ``text``'s, its
+    Snowball stem is ("paintings" against "she painted"). What a BM25 over stems would find that
+    one over `tokenize`'s tokens does not; sorted, each once."""
+    words, stems = set(_tokens(text)), set(_stemmed(text))
+    return sorted({w for w in _tokens(query) if w not in words and _stem(w) in stems})
+
+
 def analyzer(stem: bool = False):
     """The tokenizer of an index: `stem_tokenize` when ``stem``, else `tokenize`."""
     return stem_tokenize if stem else tokenize

@@ -27,7 +27,7 @@ MAX_EVIDENCE_KEYS = 8
 # MAX_EVIDENCE_KEYS others): without them a stored trial could never back a top_k or pack move.
 DIAGNOSIS_KEYS = ("question", "gold_answer", "gold", "retrieved_sources", "reason", "gold_rank", "rank_depth",
                   "read_items", "top_k", "gold_dense_rank", "gold_lexical_rank", "gold_session_rank",
-                  "gold_rank_in_sessions", "loss_stage")
+                  "gold_rank_in_sessions", "gold_stem_only", "loss_stage")
 
 
 def cost_of(result: TrialResult) -> float:

@@ -2,8 +2,8 @@
 per-query traces ("retrieve.top_k 4 -> 8: 31% of the retrieve failures had the gold item at rank
 5-8"; "retrieve.pack items -> sentences: the gold was ranked but cut by the budget"; "retrieve.fusion
 rrf -> zscore: dense and lexical disagreed on the gold"; "retrieve.time_weight 0 -> 1: the failures
-asked about a time"; and the module move "retrieve: hybrid -> session" of session_move.py), and,
-without such evidence, one coordinate step of a knob of the leader. A step the ledger refuted is
+asked about a time"; "retrieve.stem 0 -> 1: a question word matched the gold only as a stem"; and
+the module move "retrieve: hybrid -> session" of session_move.py), and, without such evidence, one coordinate step of a knob of the leader. A step the ledger refuted is
 never repeated from another parent, and the knob's next step goes the other way first."""
 from __future__ import annotations
 
@@ -126,6 +126,23 @@ def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
                    "asked about a time (when, or a named period)")
 
 
+def stem_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
+    """``retrieve.stem 0 -> 1`` (BM25 over Snowball stems) when at least `MIN_SHARE` of the
+    retrieve failures had a question word that matches the gold item only in another form ("paintings"
+    against "painted": a BM25 over tokens scores nothing for it). Reads ``gold_stem_only`` of the
+    deeper read (`gold_rank`); None when the leader's retriever has no ``stem`` knob or stems already."""
+    arch = result.architecture
+    if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.stem", 0):
+        return None
+    if _knob(space, arch, "retrieve.stem") is None:
+        return None
+    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"
+                and "gold_stem_only" in o.evidence]
+    hits = [o for o in failures if o.evidence["gold_stem_only"] > 0]
+    return backed("retrieve.stem", 0, 1, hits, failures, "retrieve.stem 0 -> 1",
+                  "had a question word matching the gold item only as a stem (another word form)")
+
+
 def with_knob(space: "ParamSpace", arch: Architecture, key: str, value: float | int) -> Architecture | None:
     """``arch`` with one knob set (dropped from params when it is the default); None if not its knob."""
     found = _knob(space, arch, key)
@@ -152,7 +169,7 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
     parent = arch.key()
     move = None
     for found in (top_k_move(leader, space), pack_move(leader, space), fusion_move(leader, space),
-                  time_move(leader, space), session_move(leader, space)):
+                  time_move(leader, space), session_move(leader, space), stem_move(leader, space)):
         move = move or found
         if found is None:
             continue
