@@ -134,3 +134,86 @@ def test_packed_lines_equal_format_item():
             lines = [format_item(i, compact) for i in items]
             assert got.context.split("\n")[:2] == lines[:2]
             assert got.trace["words_used"] == 40 and got.items[-1].trace.get("truncated")
+
+
+@pytest.mark.parametrize("name", ["vector", "hybrid", "json"])
+def test_a_store_spares_only_the_filter_its_own_indexes_make_redundant(hash_resources, tmp_path, name):
+    """`NotActiveIn(ns)` / `ActiveIn(ns)` (a read with no episode to exclude) give every store's dense
+    search and the BM25 search the same hits, scores and order as the same filter as a plain
+    predicate: the namespace's indexes hold its active items only, so the store need not call it."""
+    from memarch.modules.stores.activity import INACTIVE, ActiveIn, NotActiveIn
+    from memarch.modules.stores.lexical import lexical_index
+    from store_helpers import store_factory, unit_rows
+
+    store = store_factory(hash_resources, tmp_path)(name)
+    texts = [f"note {j} about topic {j % 7} and the stove" for j in range(120)]
+    for ns in ("a", "b"):
+        store.add([MemoryItem(t, "turn", namespace=ns, episode_id=f"e{j % 9}") for j, t in enumerate(texts)],
+                  vectors=unit_rows(len(texts), seed=3))
+    for it in store.list("a")[::3]:
+        store.delete(it.id, "a", reason="test", actor="manager:test")
+    store.update(store.list("a")[1])  # re-indexed in place
+    plain_drop = lambda it: it.status != "active" or it.namespace != "a"  # noqa: E731
+    plain_keep = lambda it: not plain_drop(it)  # noqa: E731
+    for q in unit_rows(12, seed=8):
+        for k in (1, 5, 40, 200):
+            want = [(it.id, s) for it, s in store.search(q, k, "a", exclude=plain_drop)]
+            assert [(it.id, s) for it, s in store.search(q, k, "a", exclude=NotActiveIn("a"))] == want
+            assert [(it.id, s) for it, s in store.search(q, k, "a", exclude=INACTIVE)] == want
+            assert store.search(q, k, "a", exclude=NotActiveIn("b")) == []  # another namespace's: all out
+        many = store.search_many(q[None, :], 8, "a", exclude=INACTIVE, min_score=0.1)
+        assert [[(it.id, s) for it, s in row] for row in many] == \
+            [[(it.id, s) for it, s in store.search(q, 8, "a", exclude=plain_drop) if not s < 0.1]]
+    index = lexical_index(store, "a")
+    for text in ("topic 3 stove", "note 17", "nothing matches zebra"):
+        for n in (1, 10, 100):
+            want = [(it.id, s) for it, s in index.search(text, n, keep=plain_keep)]
+            assert [(it.id, s) for it, s in index.search(text, n, keep=ActiveIn("a"))] == want
+            assert index.search(text, n, keep=ActiveIn("b")) == []
+
+
+def test_the_batch_bound_never_skips_an_earlier_item_that_reaches_the_threshold():
+    """`_earlier_may_reach` is False for a written item only where no earlier item of its batch has a
+    cosine at or above the threshold as the manager computes it (admitted rows @ the item's vector,
+    float32): planted near-duplicates at, just above and just below the threshold included."""
+    import numpy as np
+
+    from memarch.modules.managers._floor import _earlier_may_reach
+
+    rng = np.random.default_rng(11)
+    checked = skipped = 0
+    for trial in range(300):
+        n, d = int(rng.integers(2, 24)), 384
+        x = rng.standard_normal((n, d)).astype(np.float32)
+        threshold = float(rng.choice([0.85, 0.88, 0.95, 0.98]))
+        for j in range(1, n):  # some rows made near-duplicates of an earlier one, near the threshold
+            if rng.random() < 0.3:
+                i = int(rng.integers(0, j))
+                a = x[i] / np.linalg.norm(x[i])
+                noise = rng.standard_normal(d)
+                noise -= noise @ a * a
+                noise /= np.linalg.norm(noise)
+                c = threshold + float(rng.choice([-1e-6, 0.0, 1e-7, 1e-6, 0.01, -0.01]))
+                x[j] = (c * a + np.sqrt(max(0.0, 1 - c * c)) * noise).astype(np.float32)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        reach = _earlier_may_reach(x, threshold)
+        for j in range(n):
+            sims = (x[:j] @ x[j]).astype(np.float64)  # as `FloorManager._near` compares them
+            hit = bool(j) and bool((~(sims < threshold)).any())
+            checked += 1
+            skipped += not reach[j]
+            assert reach[j] or not hit, (trial, j)
+    assert skipped > checked // 2  # it does skip: most rows are far from every earlier one
+
+
+def test_embed_one_from_the_memo_equals_embed_and_is_a_copy(hash_resources):
+    import numpy as np
+
+    embedder = hash_resources.embedder
+    text = "Caroline moved to Paris in May 2023"
+    first = embedder.embed_one(text)  # computed
+    again = embedder.embed_one(text)  # from the memo
+    assert again.dtype == np.float32 and np.array_equal(again, embedder.embed([text])[0]) and np.array_equal(first, again)
+    requested = embedder.requested
+    again[:] = 0.0
+    assert np.array_equal(embedder.embed_one(text), first) and embedder.requested == requested + 1

@@ -18,6 +18,7 @@ from memarch.modules.managers._conflicts import (
     keys_compatible, newer_or_equal, opposite_outcomes, same_key, signature,
 )
 from memarch.modules.managers.base import Manager
+from memarch.modules.stores.activity import INACTIVE
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Episode
 from memarch.pipeline.items import MemoryItem
@@ -146,6 +147,9 @@ class FloorManager(Manager):
         # Every item's near-duplicate candidates in the store, in one batch: valid while the store
         # is unchanged (an item whose check comes after a write in this batch searches again).
         near = _BatchSearch(store, ns, vecs, NEAR_K, min(dedup, self.conflict_threshold))
+        # Whether any earlier item of the batch may reach the threshold: an item none may reach skips
+        # its comparison with the admitted ones (a subset of those), which would find nothing.
+        reach = _earlier_may_reach(vecs, min(dedup, self.conflict_threshold))
         self.begin_run()
         for j, (item, vec) in enumerate(zip(batch, vecs)):
             if self._same_id(item, store, ns, pending):
@@ -159,7 +163,8 @@ class FloorManager(Manager):
             if item.key is not None and not self._upsert(item, store, ns, pending):
                 rejected.append(item)
                 continue
-            if not self._near(item, vec, store, ns, pending, pending_vecs[:len(pending)], dedup, near.row(j)):
+            if not self._near(item, vec, store, ns, pending if reach[j] else [], pending_vecs[:len(pending)], dedup,
+                              near.row(j)):
                 rejected.append(item)
                 continue
             item.log("admitted", self.actor, at=self.at(store, ns, item.event_time), tick=tick)
@@ -387,8 +392,23 @@ def _last_touch(item: MemoryItem) -> int | None:
 NEAR_K = 8  # stored items a written item is compared with (its nearest active ones)
 
 
-def _inactive(item: MemoryItem) -> bool:
-    return not item.active
+def _earlier_may_reach(vecs: np.ndarray, threshold: float) -> list[bool]:
+    """Per row, whether some earlier row's cosine with it may reach ``threshold``: the best of one
+    product of the batch with itself, plus the rounding by which any float32 dot product of d terms
+    may differ from it (``4 d u |x| |y|``, u the unit roundoff). False means no earlier row reaches it
+    however its product is computed (as ``_near`` computes it)."""
+    n = len(vecs)
+    if n < 2:
+        return [False] * n
+    x = np.asarray(vecs, dtype=np.float32)
+    norms = np.linalg.norm(x.astype(np.float64), axis=1)
+    slack = 4.0 * x.shape[1] * float(np.finfo(np.float32).eps) * np.outer(norms, norms) + 1e-6
+    bound = (x @ x.T).astype(np.float64) + slack
+    bound[np.tril_indices(n)] = -np.inf  # bound[i, j]: row i earlier than row j
+    return (bound.max(axis=0) >= threshold).tolist()
+
+
+_inactive = INACTIVE  # `not item.active`, which a store's own index need not ask per hit
 
 
 class _BatchSearch:

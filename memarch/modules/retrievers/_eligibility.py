@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from memarch.modules.stores.activity import ActiveIn, NotActiveIn
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 
@@ -17,12 +18,14 @@ def eligible_fn(query: Query) -> Callable[[MemoryItem], bool]:
     """``eligible(item, query)`` as a one-argument predicate with the query's fields bound: the
     form a store's filter calls once per candidate (tens of thousands of calls in a trial)."""
     ns, episode = query.namespace, query.episode_id
-    if episode is None:
-        return lambda it: it.status == "active" and it.namespace == ns
+    if episode is None:  # a store's indexes of ``ns`` hold nothing it rejects (stores/activity.py)
+        return ActiveIn(ns)
     return lambda it: it.status == "active" and it.namespace == ns and it.episode_id != episode
 
 
 def excluded_fn(query: Query) -> Callable[[MemoryItem], bool]:
-    """``not eligible(item, query)``, bound like `eligible_fn`."""
-    keep = eligible_fn(query)
-    return lambda it: not keep(it)
+    """``not eligible(item, query)``, bound like `eligible_fn` (one call per candidate, not two)."""
+    ns, episode = query.namespace, query.episode_id
+    if episode is None:
+        return NotActiveIn(ns)
+    return lambda it: it.status != "active" or it.namespace != ns or it.episode_id == episode

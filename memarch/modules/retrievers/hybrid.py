@@ -2,6 +2,7 @@
 by weighted z-scores of the two sides' raw scores (``fusion=1``)."""
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any, ClassVar
 
@@ -84,7 +85,7 @@ class HybridRetriever(Retriever):
             fused, items, sides, order = last[1]
         else:
             fused, items, sides = self._fuse(query, store, pool, cfg)
-            order = sorted(fused, key=lambda iid: (-fused[iid], iid))
+            order = [iid for _, iid in sorted([(-score, iid) for iid, score in fused.items()])]  # ties by id
             _LAST[store] = (key, (fused, items, sides, order))
         name = "zscore" if int(cfg["fusion"]) == 1 else "rrf"
         # Traces are made when read: a read ranks ``k`` items, its context keeps a few.
@@ -101,20 +102,20 @@ class HybridRetriever(Retriever):
         if int(cfg["fusion"]) == 1:
             return _zscore_fusion((("dense", dense), ("lexical", lexical)), cfg)
         # Fused by id; only the items returned get a ScoredItem and a trace (k << both pools).
+        # Each side's ids, ranks and reciprocal ranks are built by C-level comprehensions and zips;
+        # the sums are those of a loop adding each side's term in turn (0.0 + x is x).
         rrf_k = cfg["rrf_k"]
-        fused: dict[str, float] = {}
-        items: dict[str, Any] = {}
-        sides: dict[str, dict[str, tuple[int, float]]] = {"dense": {}, "lexical": {}}
-        for side, hits in (("dense", dense), ("lexical", lexical)):
-            weight = float(cfg[f"{side}_weight"])
-            seen = sides[side]
-            for rank, (item, score) in enumerate(hits, start=1):
-                iid = item.id
-                if iid not in items:
-                    items[iid] = item
-                    fused[iid] = 0.0
-                seen[iid] = (rank, score)
-                fused[iid] += weight / (rrf_k + rank)
+        dense_ids = [item.id for item, _ in dense]
+        lexical_ids = [item.id for item, _ in lexical]
+        items: dict[str, Any] = dict(zip(dense_ids, (item for item, _ in dense)))
+        for iid, (item, _) in zip(lexical_ids, lexical):
+            items.setdefault(iid, item)
+        sides = {"dense": dict(zip(dense_ids, zip(range(1, len(dense) + 1), (s for _, s in dense)))),
+                 "lexical": dict(zip(lexical_ids, zip(range(1, len(lexical) + 1), (s for _, s in lexical))))}
+        fused = dict(zip(dense_ids, _reciprocal(float(cfg["dense_weight"]), rrf_k, len(dense))))
+        get = fused.get
+        for iid, term in zip(lexical_ids, _reciprocal(float(cfg["lexical_weight"]), rrf_k, len(lexical))):
+            fused[iid] = get(iid, 0.0) + term
         return fused, items, sides
 
 
@@ -137,6 +138,12 @@ def _zscore_fusion(ranked: tuple, cfg: dict[str, Any]):
     for iid in items:
         fused[iid] = sum(float(cfg[f"{side}_weight"]) * zs[side].get(iid, floors[side]) for side, _ in ranked)
     return fused, items, sides
+
+
+@functools.lru_cache(maxsize=256)
+def _reciprocal(weight: float, rrf_k: float, n: int) -> tuple[float, ...]:
+    """``weight / (rrf_k + rank)`` for ranks 1..n: a side's RRF terms, the same for every read."""
+    return tuple(weight / (rrf_k + rank) for rank in range(1, n + 1))
 
 
 # Per store: the last fusion (key, value) — one entry, dies with the store.

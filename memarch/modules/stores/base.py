@@ -187,12 +187,8 @@ class Store(dspy.Module):
 
     def get_many(self, item_ids: Iterable[str], namespace: str = "default") -> list[MemoryItem | None]:
         """`get` of each id (active items only, else None), in one call: a hot read path's lookup."""
-        recs = self._records.get(namespace, {})
-        out = []
-        for iid in item_ids:
-            item = recs.get(iid)
-            out.append(item if item is not None and item.status == "active" else None)
-        return out
+        get = self._records.get(namespace, {}).get
+        return [item if (item := get(iid)) is not None and item.status == "active" else None for iid in item_ids]
 
     def list(self, namespace: str = "default", *, include_deleted: bool = False,
              where: Where | None = None) -> list[MemoryItem]:

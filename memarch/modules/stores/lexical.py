@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
+from memarch.modules.stores.activity import ActiveIn
+
 if TYPE_CHECKING:
     from memarch.modules.stores.base import Store
     from memarch.pipeline.items import MemoryItem
@@ -247,14 +249,14 @@ class BM25Index:
             t = vocab[token]
             if not df[t]:
                 continue
-            docs, weight = self.term_weights(t)
+            docs, weight = self.term_weights(t)  # 0 on retired slots
             out[docs] += weight if mult == 1 else weight * float(mult)
-        out[~self._alive[:self.slots]] = 0.0
         return out
 
     def term_weights(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Term ``t``'s slots and its BM25 weight in each, ``idf x tf x (k1 + 1) / (tf + norm)``
-        (retired slots included), remembered until the next change of the documents."""
+        (0 on a retired slot, so a score needs no mask), remembered until the next change of the
+        documents."""
         changes, norm, memo = self._weights
         if changes != self._changes:
             k1, b, avgdl = self.k1, self.b, self._total / self.size
@@ -266,7 +268,10 @@ class BM25Index:
         got = memo.get(t)
         if got is None:
             docs, tf = self._postings(t)
-            got = memo[t] = (docs, self.term_idf(t) * tf * (self.k1 + 1) / (tf + norm[docs]))
+            weight = self.term_idf(t) * tf * (self.k1 + 1) / (tf + norm[docs])
+            if self.size < self.slots:  # some slot retired: its postings stay, weighing nothing
+                weight *= self._alive[docs]
+            got = memo[t] = (docs, weight)
         return got
 
     def top(self, query_tokens: "Sequence[str] | Mapping[str, float]", n: int) -> list[tuple[int, float]]:
@@ -277,7 +282,7 @@ class BM25Index:
             cut = np.partition(s[hits], len(hits) - n)[len(hits) - n]
             hits = hits[s[hits] >= cut]
         hits = hits[np.lexsort((self._key[hits], -s[hits]))][:n]
-        return [(int(i), float(s[i])) for i in hits]
+        return list(zip(hits.tolist(), s[hits].tolist()))
 
 
 class LexicalIndex:
@@ -414,15 +419,18 @@ class LexicalIndex:
         if prf is not None and prf[1] > 0:  # feedback only from items the caller may read
             first = [(self.slot_of[it.id], score) for it, score in self.search(text, prf[0], keep)]
             tokens = self.expand(tokens, docs=prf[0], terms=prf[1], weight=prf[2], hits=first)
+        if isinstance(keep, ActiveIn) and keep.spares(self.namespace):
+            keep = None  # the index holds the namespace's active items only (`sync`): all pass
         slack = 0 if keep is None else 8  # so that a few excluded items rarely force a second pass
         want = n
         while True:
             hits = self.bm25.top(tokens, want + slack)
-            out = []
             ids = self.ids
-            for (slot, score), item in zip(hits, store.get_many([ids[slot] for slot, _ in hits], self.namespace)):
-                if item is not None and (keep is None or keep(item)):
-                    out.append((item, score))
+            found = zip(hits, store.get_many([ids[slot] for slot, _ in hits], self.namespace))
+            if keep is None:
+                out = [(item, score) for (_, score), item in found if item is not None]
+            else:
+                out = [(item, score) for (_, score), item in found if item is not None and keep(item)]
             if len(out) >= n or len(hits) < want + slack:
                 return out[:n]
             want *= 4

@@ -10,6 +10,7 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import numpy as np
 
+from memarch.modules.stores.activity import NotActiveIn
 from memarch.modules.stores._faiss_index import DenseIndex
 from memarch.modules.stores.base import Store, Where, matches
 from memarch.pipeline.files import atomic_write_bytes
@@ -168,6 +169,7 @@ class VectorStore(Store):
         recs = self._records[namespace]
         if not where and exclude is None:
             return [(recs[i], s) for i, s in index.search(vector, k)]
+        exclude = _unless_spared(exclude, namespace)
         allowed = self.matching_ids(namespace, where) if where else None
         if allowed is not None and not allowed:
             return []
@@ -185,6 +187,7 @@ class VectorStore(Store):
         if not plain or index is None or k <= 0 or not len(index) or exclude is None:
             return super().search_many(vectors, k, namespace, exclude=exclude, min_score=min_score)
         recs = self._records[namespace]
+        exclude = _unless_spared(exclude, namespace)
         fetch = max(2 * k, k + 32)
         out = []
         for vector, (scores, ints) in zip(vectors, index.hits_many(vectors, fetch)):
@@ -217,6 +220,16 @@ class VectorStore(Store):
         ``min_score``: the walk ends (done) at the first hit below it, which no later hit beats."""
         out: list[tuple[MemoryItem, float]] = []
         to_item = index.to_item
+        if exclude is None and not where and allowed is None:  # every hit survives
+            for s, n in zip(scores, ints):
+                if n < 0:
+                    break
+                if min_score is not None and s < min_score:
+                    return out, True
+                out.append((recs[to_item[n]], s))
+                if len(out) == k:
+                    return out, True
+            return out, False
         for s, n in zip(scores, ints):  # best first: stop at the k-th survivor
             if n < 0:
                 break
@@ -300,3 +313,10 @@ class VectorStore(Store):
             logger.warning("namespace %r: saved FAISS index does not match the records; re-embedding", ns)
             return None
         return index
+
+
+def _unless_spared(exclude: Callable[[MemoryItem], bool] | None, namespace: str) -> Callable[[MemoryItem], bool] | None:
+    """None for an ``exclude`` that rejects nothing the namespace's index holds (`NotActiveIn` of
+    that namespace: the index holds its active items only), so the walk does not call it per hit;
+    the hits, fetched as for any filter, are the same."""
+    return None if isinstance(exclude, NotActiveIn) and exclude.spares(namespace) else exclude
