@@ -50,6 +50,8 @@ def compile_seed(args, seed: int, program: Path) -> None:
            "--out", str(args.out), "--output", str(program)]
     if args.select:
         cmd += ["--objectives", "quality,memory_words", "--select", args.select]
+    if args.pruner:
+        cmd += ["--pruner", args.pruner]
     print(" ".join(cmd[2:]), flush=True)
     with open(args.out / f"compile-s{seed}.log", "w") as log:
         rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -76,13 +78,16 @@ def main() -> int:
                     help="the median gain over the best preset with `LEVERS` to reach")
     ap.add_argument("--select", default="", help='e.g. "memory_words<=46183": two objectives, the pick within '
                     "memp's validation memory")
+    ap.add_argument("--pruner", default="", help="the compile's --pruner (e.g. sha; default: none); a program "
+                    "directory holds one protocol: give each pruner its own --out")
     ap.add_argument("--out", default=None, help="programs, studies and logs (default mlruns/bench/levers-goal[-select])")
     args = ap.parse_args()
     args.locomo = Path(args.data) / "locomo" / "locomo10.json"
     if not args.locomo.exists():
         print(f"no LoCoMo at {args.locomo}; skipped")
         return 0
-    args.out = Path(args.out or ("mlruns/bench/levers-goal" + ("-select" if args.select else "")))
+    args.out = Path(args.out or ("mlruns/bench/levers-goal" + (f"-{args.pruner}" if args.pruner else "")
+                                 + ("-select" if args.select else "")))
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     programs = {s: args.out / f"seed-{s}.program.json" for s in seeds}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from memarch.errors import DataError, MemarchError
+from memarch.pipeline.files import private_directory, private_file
 
 try:
     import fcntl
@@ -62,7 +63,8 @@ class MemoryDB:
         if self.directory.exists() and not self.directory.is_dir():
             raise DataError(f"{self.directory}: is a file (expected a directory for the memory's state)")
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_directory(self.directory)
+            private_file(self.path)  # before SQLite creates it: its -wal and -shm files take its mode
         except OSError as exc:
             raise DataError(f"{self.directory}: cannot create the memory directory ({exc.strerror or exc})") from None
         self._pid, self._conn = -1, None
@@ -129,7 +131,7 @@ class MemoryDB:
             yield
             return
         if self._lock_pid != os.getpid():
-            self._lock_fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+            self._lock_fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
             self._lock_pid = os.getpid()
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         while True:

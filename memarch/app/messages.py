@@ -3,6 +3,7 @@ messages, and a timestamp) made into the conversation `Episode` the program's en
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from memarch.errors import MemarchError
@@ -35,10 +36,21 @@ def as_messages(messages: Messages) -> list[dict[str, str]]:
     return out
 
 
+USER_ID_MAX = 200  # characters: one rule for `Memory`, the HTTP paths, /v1/bulk and the MCP tools
+# Any character but a control character (C0, DEL, C1: a NUL or a newline in a path or a log line)
+# and "/" (a path separator: such a user could be written by /v1/bulk but never read by a route).
+USER_ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f/]*[^\x00-\x20\x7f-\x9f/][^\x00-\x1f\x7f-\x9f/]*$"
+_USER_ID = re.compile(USER_ID_PATTERN)
+
+
 def as_user(user_id: Any) -> str:
-    """A user id: a non-empty string (one MemarchError line otherwise)."""
-    if not isinstance(user_id, str) or not user_id.strip():
-        raise MemarchError(f"user_id: expected a non-empty string, got {user_id!r}")
+    """A user id: 1-`USER_ID_MAX` characters, not all blank, none of them a control character or
+    "/" (one MemarchError line otherwise, the id shown cut short)."""
+    if not isinstance(user_id, str) or not 0 < len(user_id) <= USER_ID_MAX or not _USER_ID.fullmatch(user_id) \
+            or not user_id.strip():
+        shown = repr(user_id[:40]) + ("..." if len(user_id) > 40 else "") if isinstance(user_id, str) else repr(user_id)
+        raise MemarchError(f"user_id: expected 1-{USER_ID_MAX} characters, not all blank, without control "
+                           f"characters or '/', got {shown}")
     return user_id
 
 

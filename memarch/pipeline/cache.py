@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable
 
+from memarch.pipeline.files import private_directory, private_file
+
 
 def default_cache_dir() -> Path:
     """``$MEMARCH_CACHE_DIR``, else ``~/.cache/memarch``."""
@@ -35,7 +37,9 @@ class DiskCache:
 
     def __init__(self, path: str | os.PathLike, *, table: str = "kv"):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Embeddings and encoder outputs are functions of users' texts: the cache folder 0700, its files 0600.
+        private_directory(self.path.parent)
+        private_file(self.path)
         if not table.isidentifier():
             raise ValueError("table must be an identifier")
         self.table = table

@@ -100,3 +100,21 @@ def matches_digest(path: str | os.PathLike) -> bool:
         return path.is_file() and path.with_name(path.name + ".sha256").read_text().strip() == file_sha256(path)
     except OSError:
         return False
+
+
+def private_directory(path: Path) -> None:
+    """Create ``path`` (and missing parents) if missing; the folder itself ``0700``: a user's
+    memories are no other local user's business. An existing folder keeps its mode."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(path, 0o700)  # mkdir's mode is masked by the umask
+
+
+def private_file(path: Path) -> None:
+    """Create an empty ``path`` with mode ``0600`` if it does not exist (an existing file keeps
+    its mode); SQLite gives a database's -wal and -shm files the database file's mode."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass

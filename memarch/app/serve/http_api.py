@@ -26,7 +26,7 @@ from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException
 
 from memarch._version import __version__
-from memarch.app.messages import as_messages
+from memarch.app.messages import as_messages, as_user
 from memarch.app.serve import schemas as s
 from memarch.app.serve.auth import TokenAuth
 from memarch.app.serve.guard import TOKEN_KEY, Guard, refused_users, scope_refusal
@@ -71,7 +71,9 @@ def _health(memory: Any) -> APIRouter:
 
 
 async def _authorize(request: Request, user_id: str) -> None:
-    """Again, per route: the path's user against the token (the guard did it on the raw path)."""
+    """Per route, before the body is read: the path's user id against the one user-id rule (400),
+    then against the token (403; the guard did it on the raw path)."""
+    as_user(user_id)
     refusal = scope_refusal(request.scope.get(TOKEN_KEY), f"/v1/users/{user_id}/")
     if refusal:
         raise HTTPException(403, refusal)

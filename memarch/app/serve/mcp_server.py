@@ -20,6 +20,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from memarch.app.memory import Memory
+from memarch.app.messages import USER_ID_MAX, USER_ID_PATTERN, as_user
 from memarch.app.serve.auth import TokenAuth
 from memarch.errors import MemarchError
 
@@ -93,7 +94,7 @@ class Deleted(BaseModel):
 UserId = Annotated[str, Field(
     description="Whose memory (each user's memories are separate). Required unless the server was "
                 "started for one user, where it defaults to that user and any other id is refused.",
-    min_length=1, max_length=200)]
+    min_length=1, max_length=USER_ID_MAX, pattern=USER_ID_PATTERN)]
 ItemId = Annotated[str, Field(description="An item id from a previous result.", min_length=1, max_length=200)]
 Timestamp = Annotated[str | None, Field(
     description="When it was said: an ISO-8601 date or datetime (naive = UTC). Default: now.", max_length=64)]
@@ -105,8 +106,8 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
     """The `MCPServer` serving ``memory``'s five tools. ``user_id`` pins it to that user (a call for
     another user is refused, and ``user_id`` may be omitted); with ``auth`` (over http), a call for a
     user the request's bearer token may not act for is refused."""
-    if user_id is not None and (not isinstance(user_id, str) or not user_id.strip()):
-        raise MemarchError(f"user_id: expected a non-empty string, got {user_id!r}")
+    if user_id is not None:
+        as_user(user_id)  # the one user-id rule
     instructions = INSTRUCTIONS + (f" This server serves only user {user_id!r}." if user_id else "")
     def call(fn, *args, **kwargs):
         """Run a `Memory` call; its one-line error becomes the tool's error."""

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, WrapValidator
 from pydantic_core import PydanticCustomError
 
-from memarch.app.messages import as_time
+from memarch.app.messages import USER_ID_MAX, USER_ID_PATTERN, as_time
 from memarch.errors import MemarchError
 
 MAX_MESSAGES = 1000      # messages in one session
@@ -16,7 +16,7 @@ MAX_SESSIONS = 1000      # sessions in one bulk request
 MAX_TEXT_CHARS = 100_000  # one message, an update's text, a query
 MAX_LIMIT = 100          # search / context results
 MAX_PAGE = 1000          # items in one page of a user's list
-MAX_USER_CHARS = 256
+MAX_USER_CHARS = USER_ID_MAX  # and `USER_ID_PATTERN`: the one user-id rule (app/messages.py)
 
 Text = Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=r"\S")
 
@@ -105,7 +105,7 @@ class AddRequest(Request):
 class BulkSession(Request):
     """One session of a bulk add: whose, what was said, when."""
 
-    user_id: str = Field(min_length=1, max_length=MAX_USER_CHARS, pattern=r"\S")
+    user_id: str = Field(min_length=1, max_length=MAX_USER_CHARS, pattern=USER_ID_PATTERN)
     messages: Messages = Field(description=_MESSAGES_DOC)
     timestamp: Timestamp = Field(None, description=_TIMESTAMP_DOC)
 
