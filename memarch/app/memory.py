@@ -26,6 +26,10 @@ __all__ = ["Memory", "MemoryRecord"]
 log = logging.getLogger(__name__)
 
 
+class _AlreadyGone(Exception):
+    """Inside a delete's transaction: the item is superseded or deleted already (nothing written)."""
+
+
 class Memory:
     """A compiled memory program with persistent, shared state under ``path``.
 
@@ -176,16 +180,24 @@ class Memory:
         return [MemoryRecord.of(it) for it in items if include_deleted or it.active]
 
     def delete(self, *, user_id: str, item_id: str | None = None) -> int:
-        """With ``item_id``: tombstone that item (it leaves search, its history says ``deleted``).
-        Without: remove every item and message of ``user_id`` from disk. Returns items affected."""
+        """With ``item_id``: tombstone that item (it leaves search, its history says ``deleted``);
+        an item already superseded or deleted is left as it is (0: deleting is idempotent), an id the
+        user never had raises `NotFoundError`. Without: remove every item and message of ``user_id``
+        from disk. Returns items affected."""
         ns = as_user(user_id)
         if item_id is not None:
             def tombstone() -> list[MemoryItem]:
-                if self.program.store.get(item_id, ns) is None:
-                    raise NotFoundError(f"no active memory item {item_id!r} of user {user_id!r}")
-                self.program.store.delete(item_id, ns, reason="deleted by the app", actor="app")
+                store = self.program.store
+                if store.get(item_id, ns) is None:
+                    if store.get(item_id, ns, include_deleted=True) is not None:
+                        raise _AlreadyGone  # idempotent: deleting it again changes nothing
+                    raise NotFoundError(f"no memory item {item_id!r} of user {user_id!r}")
+                store.delete(item_id, ns, reason="deleted by the app", actor="app")
                 return []
-            self._transaction(tombstone)
+            try:
+                self._transaction(tombstone)
+            except _AlreadyGone:
+                return 0
             return 1
         with self._lock:
             with self.db.write():

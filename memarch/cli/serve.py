@@ -24,6 +24,14 @@ def add_arguments(p) -> None:
                                         "it may act for; mode 0600, owned by you (docs/serving.md)")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20,
                    help="largest request body in bytes, 413 past it (default 1 MiB)")
+    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds a connection has to send a request's line and headers (408 and closed past it; "
+                        "default 10)")
+    p.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
+                   help="seconds a request has to send its whole body after its headers (408 past it; default 30)")
+    p.add_argument("--max-connections", type=int, default=1000, metavar="N",
+                   help="connections open at once per process; more get a 503 and are closed (default 1000, "
+                        "and never more than the open-files limit allows)")
     p.add_argument("--workers", type=int, default=1,
                    help="server processes sharing the port and the memory (default 1; each holds the memory "
                         "in RAM, forked after one load)")
@@ -45,6 +53,11 @@ def run(args) -> int:
 
     if args.max_body_bytes < 1:
         raise MemarchError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
+    for name in ("header_timeout", "body_timeout"):
+        if not getattr(args, name) > 0:
+            raise MemarchError(f"--{name.replace('_', '-')} must be a positive number of seconds, got {getattr(args, name)}")
+    if args.max_connections < 1:
+        raise MemarchError(f"--max-connections must be at least 1, got {args.max_connections}")
     if args.workers < 1 or (args.workers > 1 and args.mcp):
         raise MemarchError(f"--workers must be at least 1 (and 1 with --mcp), got {args.workers}")
     if args.port is None:
@@ -81,7 +94,8 @@ def run(args) -> int:
         if args.mcp:
             from memarch.app.serve.mcp_server import run_mcp
 
-            run_mcp(memory, args.mcp, args.host, args.port, auth=auth)
+            run_mcp(memory, args.mcp, args.host, args.port, auth=auth, header_timeout_s=args.header_timeout,
+                    max_connections=args.max_connections)
             return 0
         return _serve_http(memory, sock, auth, args)
     finally:
@@ -89,19 +103,13 @@ def run(args) -> int:
 
 
 def _serve_http(memory, sock: socket.socket, auth, args) -> int:
-    import uvicorn
-
     from memarch.app.serve.http_api import create_app
+    from memarch.app.serve.server import Server, config as server_config
 
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig, frame) -> None:  # a signal is how a server is stopped: exit 0 after
-            super().handle_exit(sig, frame)         # the graceful shutdown, not re-raised at the end
-            self._captured_signals.clear()
-
-    app = create_app(memory, auth=auth, max_body_bytes=args.max_body_bytes)
+    app = create_app(memory, auth=auth, max_body_bytes=args.max_body_bytes, body_timeout_s=args.body_timeout)
     host, port = sock.getsockname()[:2]
-    config = uvicorn.Config(app, log_level=args.log_level, access_log=not args.no_access_log,
-                            timeout_graceful_shutdown=30, server_header=False, proxy_headers=False)
+    config = server_config(app, log_level=args.log_level, access_log=not args.no_access_log,
+                           header_timeout_s=args.header_timeout, max_connections=args.max_connections)
     workers = f"; {args.workers} workers" if args.workers > 1 else ""
     sys.stderr.write(f"memarch serve: {memory.program.architecture.key()} at http://{_url_host(host)}:{port} "
                      f"(docs /docs; {'bearer tokens required' if auth else 'no token: loopback only'}{workers})\n")

@@ -114,8 +114,10 @@ def test_delete_an_item_and_a_user(program_file, tmp_path):
     assert reader.count(user_id="ana") == 1
     reader.add("I like oolong tea.", user_id="bob", timestamp="2026-05-03")  # a deleted user can start again
     assert [h.text for h in memory.search("tea", user_id="bob")] == ["user (3 May 2026): I like oolong tea."]
-    with pytest.raises(MemarchError, match="no active memory item"):
-        memory.delete(user_id="ana", item_id=tea.id)
+    assert memory.delete(user_id="ana", item_id=tea.id) == 0  # deleting again: idempotent, nothing written
+    assert reader.history(tea.id)[-1]["action"] == "deleted" and len(reader.history(tea.id)) == len(memory.history(tea.id))
+    with pytest.raises(MemarchError, match="no memory item 'nope' of user 'ana'"):
+        memory.delete(user_id="ana", item_id="nope")
 
 
 def test_a_bare_architecture_file_is_a_program(tmp_path, hash_resources):

@@ -6,16 +6,20 @@ In order: ``/v1/...`` needs a known bearer token when the server has tokens (401
 ``WWW-Authenticate: Bearer``); a token scoped to some user ids may only use
 ``/v1/users/{its user}/...`` and ``/v1/bulk`` (whose users are in the body: that route checks
 every one before it writes), anything else is 403; then the body is read up to ``max_body_bytes``
-whatever ``Content-Length`` says and however it is chunked (413 past it) and handed on to the app.
+whatever ``Content-Length`` says and however it is chunked (413 past it), within `BODY_TIMEOUT_S` of
+the headers (408 past it), and handed on to the app.
 ``/health``, ``/docs`` and ``/openapi.json`` are open."""
 from __future__ import annotations
 
 import json
 import re
+
+import anyio
 from typing import Any, Awaitable, Callable
 
 from memarch.app.serve.auth import Token, TokenAuth
 
+BODY_TIMEOUT_S = 30.0  # a request's whole body, from its headers (408 past it)
 TOKEN_KEY = "memarch.token"  # where the authenticated token is left in the ASGI scope
 BODY_SCOPED = frozenset({"/v1/bulk"})  # routes that check a scoped token's users themselves
 _USER_PATH = re.compile(r"^/v1/users/([^/]+)(?:/|$)")
@@ -28,8 +32,10 @@ Send = Callable[[dict], Awaitable[None]]
 class Guard:
     """ASGI middleware: bearer authentication, per-user authorisation, the raw body limit."""
 
-    def __init__(self, app: Callable, *, auth: TokenAuth | None, max_body_bytes: int):
+    def __init__(self, app: Callable, *, auth: TokenAuth | None, max_body_bytes: int,
+                 body_timeout_s: float = BODY_TIMEOUT_S):
         self.app, self.auth, self.max_body_bytes = app, auth, max_body_bytes
+        self.body_timeout_s = float(body_timeout_s)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -54,15 +60,21 @@ class Guard:
                                 f"request body over the limit of {self.max_body_bytes} bytes"
                                 if declared.isdigit() else "malformed Content-Length")
         body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            body += message.get("body", b"")
-            if len(body) > self.max_body_bytes:
-                return await _error(send, 413, f"request body over the limit of {self.max_body_bytes} bytes")
-            if not message.get("more_body", False):
-                break
+        # The whole body within `body_timeout_s` of its headers: a Content-Length that promises more
+        # than is sent, or a body trickled a byte at a time, cannot hold a connection forever.
+        with anyio.move_on_after(self.body_timeout_s) as deadline:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":  # the client went away
+                    return
+                body += message.get("body", b"")
+                if len(body) > self.max_body_bytes:
+                    return await _error(send, 413, f"request body over the limit of {self.max_body_bytes} bytes")
+                if not message.get("more_body", False):
+                    break
+        if deadline.cancelled_caught:
+            return await _error(send, 408, f"request body not received within {self.body_timeout_s:g} s",
+                                [(b"connection", b"close")])
         replayed = False
 
         async def replay() -> dict:

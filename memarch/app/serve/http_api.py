@@ -29,7 +29,7 @@ from memarch._version import __version__
 from memarch.app.messages import as_messages, as_user
 from memarch.app.serve import schemas as s
 from memarch.app.serve.auth import TokenAuth
-from memarch.app.serve.guard import TOKEN_KEY, Guard, refused_users, scope_refusal
+from memarch.app.serve.guard import BODY_TIMEOUT_S, TOKEN_KEY, Guard, refused_users, scope_refusal
 from memarch.errors import MemarchError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -38,9 +38,11 @@ MAX_BODY_BYTES = 1 << 20
 _ERRORS = {code: {"model": s.Error} for code in (400, 401, 403, 404, 413, 422)}
 
 
-def create_app(memory: Any, *, auth: TokenAuth | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+def create_app(memory: Any, *, auth: TokenAuth | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+               body_timeout_s: float = BODY_TIMEOUT_S) -> FastAPI:
     """The ASGI app serving ``memory`` (a `memarch.Memory`). ``auth``: the accepted tokens (None:
-    no authentication, for loopback only); ``max_body_bytes``: the largest request body (413 past it)."""
+    no authentication, for loopback only); ``max_body_bytes``: the largest request body (413 past it);
+    ``body_timeout_s``: the time a request has to send it after its headers (408 past it)."""
     app = FastAPI(title="memarch", version=__version__, docs_url="/docs", openapi_url="/openapi.json",
                   description="The long-term memory of a compiled memarch program, per user: add "
                               "messages, search, context, get, history, update, delete. Errors are "
@@ -56,7 +58,7 @@ def create_app(memory: Any, *, auth: TokenAuth | None = None, max_body_bytes: in
         return _error(404 if isinstance(exc, NotFoundError) else 400, str(exc).replace(hide, "the memory"))
     app.add_exception_handler(MemarchError, refused)  # NotFoundError is one
     app.add_exception_handler(Exception, _bug)
-    app.add_middleware(Guard, auth=auth, max_body_bytes=max_body_bytes)
+    app.add_middleware(Guard, auth=auth, max_body_bytes=max_body_bytes, body_timeout_s=body_timeout_s)
     return app
 
 

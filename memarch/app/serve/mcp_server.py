@@ -9,9 +9,20 @@ arguments refused); results are structured (`Item` = the `MemoryRecord` fields);
 becomes a tool error carrying its one-line message, and the server keeps answering. docs/mcp.md.
 """
 # No ``from __future__ import annotations``: the SDK reads the tools' signatures with eval_str.
+import asyncio
+import io
 import ipaddress
+import json
 import logging
+import os
+import signal
+import threading
 from typing import Annotated, Any, Literal
+
+import anyio
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -109,12 +120,14 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
     if user_id is not None:
         as_user(user_id)  # the one user-id rule
     instructions = INSTRUCTIONS + (f" This server serves only user {user_id!r}." if user_id else "")
+    hide = str(memory.path)  # the server's directory is none of the client's business
+
     def call(fn, *args, **kwargs):
-        """Run a `Memory` call; its one-line error becomes the tool's error."""
+        """Run a `Memory` call; its one-line error becomes the tool's error (without the server's path)."""
         try:
             return fn(*args, **kwargs)
         except MemarchError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(str(exc).replace(hide, "the memory")) from None
 
     def whose(asked: str, ctx: Context) -> str:
         """``asked`` if this call may act for that user; refused before `Memory` is touched."""
@@ -170,7 +183,8 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
     def delete_memory(item_id: ItemId, *, user_id: UserId, ctx: Context) -> Deleted:
         """Delete one memory item (it leaves search; get_memory still shows it as deleted). Use it
         when the user asks you to forget something or an item is plainly wrong and has no
-        replacement. Deleting all of a user's memories is not offered here."""
+        replacement. Deleting it again changes nothing (deleted 0). Deleting all of a user's
+        memories is not offered here."""
         return Deleted(deleted=call(memory.delete, user_id=whose(user_id, ctx), item_id=item_id), item_id=item_id)
 
     tools = [(add_memory, "Save a memory", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
@@ -182,9 +196,109 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
     for fn, _, _ in tools:
         if user_id is not None:  # pinned: user_id becomes optional, defaulting to the pinned user
             fn.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), "user_id": user_id}
-    return MCPServer(name, instructions=instructions, log_level="WARNING", tools=[
+    return _MemoryMCP(name, instructions=instructions, log_level="WARNING", tools=[
         _strict(Tool.from_function(fn, title=title, annotations=annotations, description=" ".join(fn.__doc__.split())))
         for fn, title, annotations in tools])
+
+
+class _MemoryMCP(MCPServer):
+    """`MCPServer` whose stdio transport answers a line that is not JSON-RPC (-32700 parse error,
+    -32600 invalid request, logged) instead of dropping it, and stops cleanly on SIGTERM / SIGINT."""
+
+    async def run_stdio_async(self) -> None:
+        problems_in, problems_out = anyio.create_memory_object_stream[SessionMessage](64)
+        lines = _CheckedLines(problems_in)
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_forward, problems_out, write_stream)
+                await self._lowlevel_server.run(read_stream, write_stream,
+                                                self._lowlevel_server.create_initialization_options())
+                tg.cancel_scope.cancel()
+
+    async def run_stdio_until_signal(self) -> None:
+        """`run_stdio_async` until stdin closes or a SIGTERM / SIGINT arrives (then a clean return)."""
+        async with anyio.create_task_group() as tg:
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for sig in signals:
+                        log.info("MCP stdio: %s, stopping", signal.Signals(sig).name)
+                        tg.cancel_scope.cancel()
+                        return
+            tg.start_soon(stop_on_signal)
+            await self.run_stdio_async()
+            tg.cancel_scope.cancel()
+
+
+class _CheckedLines:
+    """stdin's lines for the SDK's stdio transport, the JSON-RPC ones only: a line that is not JSON
+    is answered with a -32700 parse error, JSON that is not a JSON-RPC message with -32600 (its id
+    when it has one), each logged with its line number; blank lines are skipped. stdin is read by a
+    daemon thread, so a signal that stops the server is not held up by a read that never returns."""
+
+    def __init__(self, problems: Any):
+        self.problems = problems
+        self.queue: asyncio.Queue | None = None
+        self.n = 0
+
+    def _start(self) -> None:
+        loop, self.queue = asyncio.get_running_loop(), asyncio.Queue()
+        stdin = io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace")
+
+        def read() -> None:
+            try:
+                for line in stdin:
+                    loop.call_soon_threadsafe(self.queue.put_nowait, line)
+            except (OSError, ValueError):
+                pass
+            finally:
+                try:
+                    loop.call_soon_threadsafe(self.queue.put_nowait, None)
+                except RuntimeError:  # the loop is closed: the server stopped first
+                    pass
+        threading.Thread(target=read, name="mcp-stdin", daemon=True).start()
+
+    def __aiter__(self) -> "_CheckedLines":
+        return self
+
+    async def __anext__(self) -> str:
+        if self.queue is None:
+            self._start()
+        while True:
+            line = await self.queue.get()
+            if line is None:
+                raise StopAsyncIteration
+            self.n += 1
+            if not line.strip():
+                continue
+            problem = _problem(line)
+            if problem is None:
+                return line
+            code, message, rid = problem
+            log.warning("MCP stdio: line %d refused (%s): %.200s", self.n, message, line.strip())
+            await self.problems.send(SessionMessage(types.JSONRPCError(
+                jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))))
+
+
+def _problem(line: str) -> tuple[int, str, Any] | None:
+    """None for a JSON-RPC message; else (code, message, the id to answer with)."""
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except Exception:  # noqa: BLE001 - the SDK's own check: any failure is a refusal
+        pass
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        return types.PARSE_ERROR, f"Parse error: not JSON ({exc.msg} at character {exc.pos})", None
+    rid = value.get("id") if isinstance(value, dict) else None
+    rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+    return types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message", rid
+
+
+async def _forward(problems: Any, write_stream: Any) -> None:
+    async with problems:
+        async for message in problems:
+            await write_stream.send(message)
 
 
 def _strict(tool: Tool) -> Tool:
@@ -198,7 +312,7 @@ def _strict(tool: Tool) -> Tool:
 
 def run_mcp(memory: Memory, transport: Literal["stdio", "http"] | str, host: str = "127.0.0.1", port: int = 8766,
             *, user_id: str | None = None, auth: TokenAuth | None = None, token: str | None = None,
-            path: str = "/mcp") -> None:
+            path: str = "/mcp", header_timeout_s: float | None = None, max_connections: int | None = None) -> None:
     """Serve ``memory`` over MCP until interrupted: ``stdio`` (the agent spawns this process) or
     ``http`` (streamable HTTP at ``http://host:port/mcp``). ``user_id`` pins the server to one user.
     Over http, ``auth`` (`TokenAuth`, the token file of ``memarch serve``) makes a bearer token
@@ -211,19 +325,21 @@ def run_mcp(memory: Memory, transport: Literal["stdio", "http"] | str, host: str
     if transport not in ("stdio", "http"):
         raise MemarchError(f"--mcp: expected stdio or http, got {transport!r}")
     if transport == "stdio":
-        build_mcp(memory, user_id=user_id).run("stdio")
+        anyio.run(build_mcp(memory, user_id=user_id).run_stdio_until_signal)
         return
     if auth is None and not _loopback(host):
         raise MemarchError(f"MCP over http on {host} (not loopback) needs bearer tokens (--token-file); "
                            "or bind 127.0.0.1")
-    import uvicorn
+    from memarch.app.serve.server import serve_app
 
     server = build_mcp(memory, user_id=user_id, auth=auth)
     app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
     if auth is not None:
         app = BearerAuth(app, auth)
     log.info("MCP (streamable http) at http://%s:%d%s", host, port, path)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    limits = {k: v for k, v in (("header_timeout_s", header_timeout_s), ("max_connections", max_connections))
+              if v is not None}
+    serve_app(app, host=host, port=port, log_level="warning", **limits)
 
 
 def _loopback(host: str) -> bool:

@@ -135,7 +135,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_answering(memory):
         for tool, arguments, says in [
             ("get_memory", {"item_id": "nope", "user_id": "ana"}, "no memory item 'nope'"),
             ("get_memory", {"item_id": item, "user_id": "bob"}, f"no memory item {item!r} of user 'bob'"),
-            ("delete_memory", {"item_id": "nope", "user_id": "ana"}, "no active memory item 'nope'"),
+            ("delete_memory", {"item_id": "nope", "user_id": "ana"}, "no memory item 'nope'"),
             ("update_memory", {"item_id": "nope", "user_id": "ana", "text": "x"}, "'nope'"),
             ("add_memory", {"user_id": "ana"}, "give exactly one of text or messages"),
             ("add_memory", {"user_id": "ana", "text": "a", "messages": [{"content": "b"}]}, "exactly one"),

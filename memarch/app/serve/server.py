@@ -1,0 +1,162 @@
+"""How ``memarch serve`` runs an ASGI app (the HTTP API, MCP over HTTP): uvicorn on uvloop with the
+httptools parser, behind a protocol that a slow or hostile client cannot pin down.
+
+`GuardedHttp` (uvicorn's httptools protocol, subclassed):
+- a connection must send a request's line and headers within `HEADER_TIMEOUT_S` of opening (or of
+  the previous response): one that does not gets a JSON 408 and is closed, so half-open connections
+  ("slowloris") cannot hold the server's file descriptors;
+- at most `MAX_CONNECTIONS` connections at once (never more than the process may open, less a
+  reserve): one over the limit gets a JSON 503 and is closed at once, so ``/health`` and the
+  clients already connected keep answering;
+- a request the parser refuses (a garbage request line, a malformed ``Content-Length``) gets the
+  API's JSON error shape, ``{"error": "..."}``, not uvicorn's plain text;
+- these refusals are logged at most once a second, with how many were not logged.
+The body of a request is bounded in time by the HTTP API's guard (`guard.BODY_TIMEOUT_S`, 408).
+
+`Server` stops on SIGTERM / SIGINT gracefully and exits 0 (uvicorn re-raises the signal otherwise,
+and the process ends with -15).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import resource
+import time
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+log = logging.getLogger(__name__)
+
+HEADER_TIMEOUT_S = 10.0  # a request's line and headers, from the connection (or the previous response)
+MAX_CONNECTIONS = 1000  # open at once; more are refused with a 503 (lowered to what the fd limit allows)
+FD_RESERVE = 64  # descriptors kept for the memory's files, the database and the log
+
+
+def raise_fd_limit() -> int:
+    """Raise this process's soft limit of open files to its hard limit; returns the soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        want = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+class _Quiet:
+    """At most one log line a second per kind of refusal, with how many were not logged."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, float] = {}
+        self.dropped: dict[str, int] = {}
+
+    def warn(self, kind: str, message: str) -> None:
+        now = time.monotonic()
+        if now - self.last.get(kind, -1e9) < 1.0:
+            self.dropped[kind] = self.dropped.get(kind, 0) + 1
+            return
+        dropped = self.dropped.pop(kind, 0)
+        self.last[kind] = now
+        log.warning("%s%s", message, f" ({dropped} more not logged)" if dropped else "")
+
+
+_QUIET = _Quiet()
+
+
+class GuardedHttp(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a header deadline, a connection cap and JSON refusals
+    (module docstring). The limits are class attributes, set by `config` for a server."""
+
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    max_connections: int = MAX_CONNECTIONS
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            _QUIET.warn("connections", f"refused a connection: {self.max_connections} open already")
+            self._refuse(503, f"the server has {self.max_connections} connections open; try again later")
+            return
+        self._headers_done = False
+        self._arm_header_deadline()
+
+    def _arm_header_deadline(self) -> None:
+        self._header_deadline = self.loop.call_later(self.header_timeout_s, self._header_deadline_passed)
+
+    def _disarm_header_deadline(self) -> None:
+        deadline = getattr(self, "_header_deadline", None)
+        if deadline is not None:
+            deadline.cancel()
+            self._header_deadline = None
+
+    def _header_deadline_passed(self) -> None:
+        self._header_deadline = None
+        if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
+            _QUIET.warn("slow", f"closed a connection that sent no complete request headers in "
+                                f"{self.header_timeout_s:g} s")
+            self._refuse(408, f"request headers not received within {self.header_timeout_s:g} s")
+
+    def on_headers_complete(self) -> None:
+        self._disarm_header_deadline()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self.pipeline:  # the next request's headers: a new deadline
+            self._disarm_header_deadline()
+            self._arm_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_deadline()
+        super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        _QUIET.warn("malformed", "refused a malformed HTTP request")
+        self._refuse(400, "malformed HTTP request (" + msg.rstrip(".").lower() + ")")
+
+    def _refuse(self, status: int, message: str) -> None:
+        """A JSON error response, then the connection closed."""
+        self._disarm_header_deadline()
+        body = json.dumps({"error": message}).encode()
+        reason = {400: b"Bad Request", 408: b"Request Timeout", 503: b"Service Unavailable"}[status]
+        head = [b"HTTP/1.1 %d %s\r\n" % (status, reason)]
+        for name, value in self.server_state.default_headers:
+            head += [name, b": ", value, b"\r\n"]
+        head += [b"content-type: application/json\r\n", b"content-length: %d\r\n" % len(body),
+                 b"connection: close\r\n\r\n", body]
+        self.transport.write(b"".join(head))
+        self.transport.close()
+
+
+class Server(uvicorn.Server):
+    """A uvicorn server that a signal stops with exit status 0 after its graceful shutdown."""
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()  # not re-raised at the end: the stop was asked for
+
+
+def config(app: Any, *, log_level: str = "info", access_log: bool = True,
+           header_timeout_s: float = HEADER_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS,
+           **more: Any) -> uvicorn.Config:
+    """The uvicorn configuration of a memarch server: uvloop, `GuardedHttp` with these limits
+    (``max_connections`` lowered to what the open-files limit leaves, after raising it); ``more``:
+    other `uvicorn.Config` settings (host, port)."""
+    room = raise_fd_limit() - FD_RESERVE
+    protocol = type("GuardedHttp", (GuardedHttp,), {"header_timeout_s": float(header_timeout_s),
+                                                    "max_connections": max(1, min(int(max_connections), room))})
+    return uvicorn.Config(app, http=protocol, loop="uvloop", log_level=log_level, access_log=access_log,
+                          timeout_graceful_shutdown=30, server_header=False, proxy_headers=False,
+                          timeout_keep_alive=5, **more)
+
+
+def serve_app(app: Any, *, host: str, port: int, log_level: str = "info", access_log: bool = False,
+              **limits: Any) -> int:
+    """Run ``app`` on ``host:port`` until a signal stops it; 0 after a clean stop. ``limits``:
+    `config`'s ``header_timeout_s`` and ``max_connections``."""
+    server = Server(config(app, log_level=log_level, access_log=access_log, host=host, port=port, **limits))
+    server.run()
+    return 0 if server.started else 1
