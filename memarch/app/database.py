@@ -2,7 +2,6 @@
 share (WAL, busy timeout, one writer at a time), with a change counter readers catch up from."""
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from memarch.errors import DataError, MemarchError
+from memarch.app.state_sql import StateSQL
 from memarch.pipeline.files import private_directory, private_file
 
 try:
@@ -20,7 +20,6 @@ except ImportError:  # pragma: no cover - Windows
 
 DB_FILE = "memory.db"
 LOCK_FILE = "memory.lock"
-FORMAT = "memarch.memory/1"
 BUSY_TIMEOUT_S = 60.0
 
 _SCHEMA = """
@@ -35,10 +34,28 @@ CREATE TABLE IF NOT EXISTS episodes (
 CREATE INDEX IF NOT EXISTS episodes_id ON episodes(id);
 CREATE INDEX IF NOT EXISTS episodes_namespace ON episodes(namespace);
 CREATE TABLE IF NOT EXISTS namespaces (namespace TEXT PRIMARY KEY, episodes INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors (
+    namespace TEXT NOT NULL, key TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (namespace, key));
+CREATE INDEX IF NOT EXISTS vectors_key ON vectors(key);
 """
 
 
-class MemoryDB:
+def open_database(path: str | Path) -> Any:
+    """The state of a `Memory` at ``path``: a directory (`MemoryDB`, SQLite, created if missing) or
+    a ``postgresql://`` URL (`PostgresDB`). A URL of another scheme is refused in one line, never
+    taken for a directory name."""
+    from memarch.app.postgres import SCHEMES, PostgresDB, is_url, redacted
+
+    scheme = is_url(path)
+    if scheme is None:
+        return MemoryDB(path)
+    if scheme in SCHEMES:
+        return PostgresDB(str(path))
+    raise DataError(f"{redacted(str(path))}: a memory lives in a directory (SQLite) or at a postgresql:// URL; "
+                    f"memarch does not serve {scheme}://")
+
+
+class MemoryDB(StateSQL):
     """Items (one JSON row per `MemoryItem`, keyed by namespace and id), the raw episodes that were
     added, and two counters: ``changes`` (every committed write) and ``purges`` (user deletions).
 
@@ -71,17 +88,7 @@ class MemoryDB:
         self._lock_pid, self._lock_fd = -1, -1
         try:
             with self.write():
-                for stmt in filter(str.strip, _SCHEMA.split(";")):
-                    self.conn.execute(stmt)
-                fmt = self.get_meta("format")
-                if fmt is None:
-                    if self.conn.execute("SELECT count(*) FROM items").fetchone()[0]:
-                        raise DataError(f"{self.path}: has items but no format; not a memarch memory")
-                    self.set_meta("format", FORMAT)
-                    self.set_meta("changes", 0)
-                    self.set_meta("purges", 0)
-                elif fmt != FORMAT:
-                    raise DataError(f"{self.path}: memory format {fmt!r}, this memarch reads {FORMAT!r}")
+                self._initialise(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise DataError(f"{self.path}: not a memarch memory database ({exc})") from None
 
@@ -98,6 +105,8 @@ class MemoryDB:
             # NORMAL in WAL mode: every commit is atomic and survives a process crash; a power
             # loss may drop the last commits but never corrupts the file.
             conn.execute("PRAGMA synchronous = NORMAL")
+            # A deleted row's bytes are overwritten with zeros, not left in free pages.
+            conn.execute("PRAGMA secure_delete = ON")
             self._pid, self._conn = os.getpid(), conn
         return self._conn
 
@@ -171,86 +180,24 @@ class MemoryDB:
             self.conn.execute("ROLLBACK")
             raise MemarchError(f"{self.path}: commit failed ({exc})") from None
 
-    # -- meta and counters -------------------------------------------------------------------------
-    def get_meta(self, key: str) -> Any:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def set_meta(self, key: str, value: Any) -> None:
-        self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-                          "SET value = excluded.value", (key, json.dumps(value, sort_keys=True)))
-
-    def counters(self) -> tuple[int, int]:
-        """(changes, purges) as committed now: one indexed read, cheap enough before every search."""
-        rows = dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('changes', 'purges')"))
-        return int(rows.get("changes", 0)), int(rows.get("purges", 0))
-
-    def bump(self, *, purge: bool = False) -> int:
-        """Inside `write`: the next change number (and one more purge when ``purge``)."""
-        changes, purges = self.counters()
-        self.set_meta("changes", changes + 1)
-        if purge:
-            self.set_meta("purges", purges + 1)
-        return changes + 1
-
-    # -- items -------------------------------------------------------------------------------------
-    def upsert(self, rows: list[tuple[str, str, dict]], seq: int) -> None:
-        self.conn.executemany(
-            "INSERT INTO items(namespace, id, seq, data) VALUES (?, ?, ?, ?) ON CONFLICT(namespace, id) "
-            "DO UPDATE SET seq = excluded.seq, data = excluded.data",
-            [(ns, iid, seq, json.dumps(data, ensure_ascii=False, default=str)) for ns, iid, data in rows])
-
-    def items(self, since: int = 0) -> list[dict]:
-        """Items changed after change ``since`` (all with 0), in first-written order."""
-        cur = self.conn.execute("SELECT data FROM items WHERE seq > ? ORDER BY rowid", (since,))
-        return [json.loads(data) for (data,) in cur]
-
-    def find(self, item_id: str, namespace: str | None = None) -> list[dict]:
-        if namespace is None:
-            cur = self.conn.execute("SELECT data FROM items WHERE id = ?", (item_id,))
-        else:
-            cur = self.conn.execute("SELECT data FROM items WHERE id = ? AND namespace = ?", (item_id, namespace))
-        return [json.loads(data) for (data,) in cur]
-
-    def namespace_items(self, namespace: str) -> list[dict]:
-        cur = self.conn.execute("SELECT data FROM items WHERE namespace = ? ORDER BY rowid", (namespace,))
-        return [json.loads(data) for (data,) in cur]
-
-    # -- episodes ----------------------------------------------------------------------------------
-    def new_episode(self, namespace: str, time: str | None) -> int:
-        """Inside `write`: a number no other episode of this memory has (never reused)."""
-        cur = self.conn.execute("INSERT INTO episodes(namespace, time, data) VALUES (?, ?, '{}')", (namespace, time))
-        self.conn.execute("INSERT INTO namespaces(namespace, episodes) VALUES (?, 1) ON CONFLICT(namespace) "
-                          "DO UPDATE SET episodes = episodes + 1", (namespace,))
-        return int(cur.lastrowid)
-
-    def save_episode(self, n: int, data: dict) -> None:
-        self.conn.execute("UPDATE episodes SET id = ?, data = ? WHERE n = ?",
-                          (data["id"], json.dumps(data, ensure_ascii=False, default=str), n))
-
-    def episode_count(self, namespace: str) -> int:
-        row = self.conn.execute("SELECT episodes FROM namespaces WHERE namespace = ?", (namespace,)).fetchone()
-        return 0 if row is None else int(row[0])
-
-    def episode(self, episode_id: str, namespace: str) -> dict | None:
-        row = self.conn.execute("SELECT data FROM episodes WHERE id = ? AND namespace = ? ORDER BY n DESC",
-                                (episode_id, namespace)).fetchone()
-        return None if row is None else json.loads(row[0])
-
     def stats(self) -> dict[str, Any]:
         """Users, items by status, episodes, the change counter and the file's bytes (WAL included)."""
-        status = dict.fromkeys(("active", "superseded", "deleted"), 0)
-        for name, n in self.conn.execute("SELECT json_extract(data, '$.status'), COUNT(*) FROM items GROUP BY 1"):
-            status[str(name)] = int(n)
-        users = self.conn.execute("SELECT COUNT(*) FROM namespaces").fetchone()[0]
-        episodes = self.conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
         size = sum(p.stat().st_size for p in self.directory.glob(DB_FILE + "*") if p.is_file())
-        return {"users": int(users), "items": status, "episodes": int(episodes),
-                "changes": self.counters()[0], "bytes": size}
+        return {**self._counts("json_extract(data, '$.status')"), "bytes": size}
 
-    def purge(self, namespace: str) -> tuple[int, int]:
-        """Inside `write`: remove a namespace's items and episodes; returns how many of each."""
-        items = self.conn.execute("DELETE FROM items WHERE namespace = ?", (namespace,)).rowcount
-        episodes = self.conn.execute("DELETE FROM episodes WHERE namespace = ?", (namespace,)).rowcount
-        self.conn.execute("DELETE FROM namespaces WHERE namespace = ?", (namespace,))
-        return int(items), int(episodes)
+    def checkpoint(self) -> bool:
+        """Outside a transaction: copy the write-ahead log into the database and empty it, so that
+        the log keeps no page as it was before a purge; False when a reader of another process held
+        an older snapshot (then the log is emptied by a later checkpoint)."""
+        busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not busy
+
+    # -- vectors -------------------------------------------------------------------------------------
+    def get_vectors(self, keys: list[str]) -> dict[str, bytes]:
+        """The stored vector of each key found (whichever namespace holds it)."""
+        out: dict[str, bytes] = {}
+        for i in range(0, len(keys), 900):
+            chunk = keys[i:i + 900]
+            q = f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})"
+            out.update((k, bytes(v)) for k, v in self.conn.execute(q, chunk))
+        return out

@@ -15,11 +15,13 @@ from memarch.pipeline.episodes import Episode, Query
 from memarch.pipeline.items import MemoryItem
 from memarch.app.bulk import BATCH, Session, plan_batch, sessions_of
 from memarch.app.correction import correct
-from memarch.app.database import MemoryDB
+from memarch.app.database import open_database
 from memarch.app.messages import Messages, as_messages, as_time, as_user, conversation_episode
 from memarch.app.program_file import build_program, read_program
 from memarch.app.records import MemoryRecord
+from memarch.app.vectors import private_embedder
 from memarch.pipeline.resources import Resources
+from memarch.pipeline.text_caches import forget_texts
 
 __all__ = ["Memory", "MemoryRecord"]
 
@@ -45,8 +47,9 @@ class Memory:
     Args:
         program: a saved program (``memarch compile --out``), a bare architecture JSON, or an
             `Architecture` / `MemoryProgram`; its saved memory bank, if any, is not used (logged).
-        path: directory of the state (``memory.db``, SQLite in WAL mode); created if missing.
-            Another process (or a restart) that loads the same program on the same path shares it.
+        path: directory of the state (``memory.db``, SQLite in WAL mode; created if missing), or a
+            ``postgresql://`` URL (`PostgresDB`: servers on several machines share it). Another
+            process (or a restart) that loads the same program on the same path shares it.
         resources: embedder and LM (default: the program's embedder, no LM).
 
     Every add is one transaction under the write lock (an flock, then SQLite's): the writer first
@@ -55,12 +58,16 @@ class Memory:
     """
 
     def __init__(self, program: Any, path: str | Path, *, resources: Resources | None = None):
-        data, source, self.resources = read_program(program, resources)
+        data, source, resources = read_program(program, resources)
         self._source = source
         self._data = data
         self._lock = threading.RLock()
-        self.db = MemoryDB(path)
+        self.db = open_database(path)
         self.path = self.db.directory
+        # Its own embedder: vectors in this memory's database (deleted with their user), a bounded
+        # memo, nothing in the shared disk caches; no encoder-output cache either.
+        self.resources = dataclasses.replace(resources, embedder=private_embedder(resources.embedder, self.db),
+                                             use_encoder_cache=False)
         self.program, self._touched = build_program(data, self.resources, source)
         self._claim(data)
         self._seen = (-1, -1)
@@ -205,6 +212,7 @@ class Memory:
                 self.db.bump(purge=True)
             log.info("deleted user %r: %d items, %d episodes", ns, removed, episodes)
             self._reload()
+            self.db.checkpoint()  # the write-ahead log keeps no page from before the purge
         return removed
 
     def count(self, *, user_id: str = "default") -> int:
@@ -304,7 +312,9 @@ class Memory:
                     self._touched.clear()
                     kept = body()
                     seq = self.db.bump()
-                    self.db.upsert(self._touched.rows(self.program.store), seq)
+                    rows = self._touched.rows(self.program.store)
+                    self.db.upsert(rows, seq)
+                    self.db.put_vectors(self._vectors(rows))
             except BaseException:
                 if self._dirty or self._touched.keys:
                     # The program may hold changes the rollback undid: rebuild it from what is committed.
@@ -312,6 +322,16 @@ class Memory:
                 raise
             self._seen = (seq, self._seen[1])
         return kept
+
+    def _vectors(self, rows: list[tuple[str, str, dict]]) -> list[tuple[str, str, bytes]]:
+        """(user, key, vector) of the texts of the active items among ``rows``: what a restart or
+        another process needs to index them without the model (the memo has them: just embedded)."""
+        embedder = self.resources.embedder
+        active = [(ns, data["text"]) for ns, _, data in rows if data.get("status") == "active" and data.get("text")]
+        if not active or embedder is None:
+            return []
+        vectors = embedder.embed([text for _, text in active])
+        return [(ns, embedder.key(text), vec.astype("float32").tobytes()) for (ns, text), vec in zip(active, vectors)]
 
     def _catch_up(self, *, in_transaction: bool = False) -> None:
         """Apply what other processes committed since this one last looked."""
@@ -334,6 +354,9 @@ class Memory:
         changes, purges = self.db.counters()
         rows = self.db.items(since=0)
         if self._seen != (-1, -1):  # the first load already built one
+            if purges != self._seen[1]:  # a user was deleted (here or by another process): no text
+                self.resources.embedder.forget()  # of theirs stays in this process's memos
+                forget_texts()
             self.program, self._touched = build_program(self._data, self.resources, self._source)
         if rows:
             self.program.store.add([MemoryItem.from_dict(r) for r in rows])

@@ -1,6 +1,6 @@
 """``memarch memory``: a served memory's state from the shell — ``import`` a file of conversations
 into it (batched, resumable) and ``stats``. The memory is the directory a `memarch.Memory` (and
-``memarch serve``) keeps its SQLite state in."""
+``memarch serve``) keeps its SQLite state in, or the ``postgresql://`` URL of a shared one."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
                                      "program's encoders and manager, BATCH sessions per transaction. Each "
                                      "commit records how far the import got: rerunning the same command "
                                      "after a crash or Ctrl-C writes only what is missing.")
-    imp.add_argument("dir", help="the memory's directory (memory.db; created if missing)")
+    imp.add_argument("dir", help="the memory's directory (memory.db; created if missing) or postgresql:// URL")
     imp.add_argument("--from", dest="fmt", required=True, choices=("jsonl", "locomo"),
                      help="jsonl: one session per line {messages, user_id, timestamp}; locomo: a LoCoMo file "
                           "(each conversation's sample id is its user)")
@@ -28,7 +28,7 @@ def add_arguments(p) -> None:
     imp.add_argument("--batch", type=int, default=256, help="sessions per transaction (default 256)")
     imp.set_defaults(_action=_import)
     st = sub.add_parser("stats", help="users, items by status, episodes and bytes of the memory under DIR")
-    st.add_argument("dir", help="the memory's directory")
+    st.add_argument("dir", help="the memory's directory or postgresql:// URL")
     st.set_defaults(_action=_stats)
 
 
@@ -80,19 +80,22 @@ def _stats(args) -> int:
     """Read from the database alone: no program to load, nothing written."""
     from pathlib import Path
 
-    from memarch.app.database import DB_FILE, MemoryDB
+    from memarch.app.database import DB_FILE, open_database
+    from memarch.app.postgres import is_url
     from memarch.errors import DataError
     from memarch.pipeline.architecture import Architecture
 
-    if not (Path(args.dir) / DB_FILE).is_file():
+    url = is_url(args.dir) is not None
+    if not url and not (Path(args.dir) / DB_FILE).is_file():
         raise DataError(f"{args.dir}: no memory here (no {DB_FILE})")
-    db = MemoryDB(args.dir)
+    db = open_database(args.dir)
     try:
         with db.read():
             counts, owner = db.stats(), db.get_meta("program") or {}
     finally:
         db.close()
     arch = owner.get("architecture")
-    print(json.dumps({"path": str(Path(args.dir).resolve()), "program": Architecture.from_dict(arch).key() if arch else None,
+    where = db.path if url else str(Path(args.dir).resolve())
+    print(json.dumps({"path": where, "program": Architecture.from_dict(arch).key() if arch else None,
                       "embedder": owner.get("embedder"), **counts}, indent=2))
     return 0

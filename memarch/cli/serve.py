@@ -15,7 +15,8 @@ DEFAULT_MCP_PORT = 8766  # the MCP server's own default (docs/mcp.md)
 
 def add_arguments(p) -> None:
     p.add_argument("program", help="saved program (memarch compile --output) or architecture JSON")
-    p.add_argument("--path", required=True, help="directory of the memory's state (memory.db; created if missing)")
+    p.add_argument("--path", required=True, help="the memory's state: a directory (memory.db, SQLite; created if "
+                                                 "missing) or a postgresql:// URL that several servers share")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1; any non-loopback address needs --token-file)")
     p.add_argument("--port", type=int, help=f"TCP port (default {DEFAULT_PORT}, {DEFAULT_MCP_PORT} with --mcp http; "

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -125,16 +127,28 @@ class Embedder:
         cache_dir: where the cache lives (default ``$MEMARCH_CACHE_DIR`` or ``~/.cache/memarch``);
             ``None`` with ``use_cache=False`` disables it.
         batch_size: texts per forward pass (default `FORWARD_BATCH`, measured fastest here).
+        cache: the persistent cache to use instead of the shared disk one: any object with
+            ``get_many(keys) -> {key: bytes}`` and ``set_many({key: bytes})`` (a `Memory` keeps its
+            users' vectors in its own database with it).
+        memo_size: at most this many vectors kept in memory (the oldest leave first); None: no
+            bound (a search's trials reuse every vector). A server bounds it: its queries are new texts.
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, cache_dir: str | os.PathLike | None = None,
-                 batch_size: int = FORWARD_BATCH, use_cache: bool = True, dim: int = 384):
+                 batch_size: int = FORWARD_BATCH, use_cache: bool = True, dim: int = 384,
+                 cache: Any = None, memo_size: int | None = None):
         self.model = model
         self.batch_size = batch_size
         known = {"hash": (dim, f"hash-{dim}"), **_KNOWN}.get(model)
         self._dim, self.model_id = known if known else (None, f"st:{model}")  # st: dim known on first use
-        self.cache = DiskCache(Path(cache_dir or default_cache_dir()) / "embeddings.sqlite",
-                               table="emb") if use_cache else None
+        if cache is not None:
+            self.cache = cache
+        else:
+            self.cache = DiskCache(Path(cache_dir or default_cache_dir()) / "embeddings.sqlite",
+                                   table="emb") if use_cache else None
+        if memo_size is not None and int(memo_size) < 1:
+            raise ValueError(f"memo_size must be positive or None, got {memo_size!r}")
+        self.memo_size = None if memo_size is None else int(memo_size)
         self._memo: dict[str, np.ndarray] = {}
         self.computed = 0  # texts embedded by the model (cache misses), for benchmarks
         self.requested = 0  # texts asked for (hits in memory or on disk, and misses): the hit rate's base
@@ -149,7 +163,8 @@ class Embedder:
             self._dim = int(getter())
         return self._dim
 
-    def _key(self, text: str) -> str:
+    def key(self, text: str) -> str:
+        """The persistent cache's key of ``text``'s vector (model and text, hashed)."""
         return hashlib.sha256(f"{self.model_id}\x1f{text}".encode("utf-8")).hexdigest()
 
     def embed(self, texts: list[str] | tuple[str, ...]) -> np.ndarray:
@@ -161,7 +176,7 @@ class Embedder:
         memo = self._memo  # by text: a hit costs no hashing (the disk cache is keyed by model and text)
         missing = [t for t in dict.fromkeys(texts) if t not in memo]
         if missing:
-            keys = {t: self._key(t) for t in missing}
+            keys = {t: self.key(t) for t in missing}
             found: dict[str, np.ndarray] = {}
             if self.cache is not None:
                 raw = self.cache.get_many(keys.values())
@@ -175,7 +190,15 @@ class Embedder:
                 if self.cache is not None:
                     self.cache.set_many({keys[t]: v.astype(np.float32).tobytes() for t, v in new.items()})
             memo.update(found)
-        return np.stack([memo[t] for t in texts]).astype(np.float32, copy=False)
+        out = np.stack([memo[t] for t in texts]).astype(np.float32, copy=False)
+        if self.memo_size is not None and len(memo) > self.memo_size:
+            for key in list(itertools.islice(memo, len(memo) - self.memo_size)):  # the oldest first
+                del memo[key]
+        return out
+
+    def forget(self) -> None:
+        """Drop every vector held in memory (the persistent cache is the caller's to clean)."""
+        self._memo.clear()
 
     def embed_one(self, text: str) -> np.ndarray:
         """``embed([text])[0]``; a text in the memo (every read of a warm trial) is a copy of its row,

@@ -19,8 +19,8 @@ N_PER_WRITER = 20
 
 
 
-def test_add_then_search_returns_items_with_provenance(program_file, tmp_path):
-    memory = Memory.load(program_file, path=tmp_path / "mem")
+def test_add_then_search_returns_items_with_provenance(program_file, tmp_path, mem_path):
+    memory = Memory.load(program_file, path=mem_path)
     kept = memory.add([{"role": "user", "content": "I moved to Lisbon in May."},
                        {"role": "assistant", "content": "How do you like the bakery job?"}],
                       user_id="ana", timestamp="2026-05-03T10:00:00")
@@ -38,12 +38,12 @@ def test_add_then_search_returns_items_with_provenance(program_file, tmp_path):
     assert "cello" in memory.context("who plays the cello?", user_id="ana")
 
 
-def test_state_survives_a_restart_and_a_repeat_is_merged_with_lineage(program_file, tmp_path):
-    first = Memory.load(program_file, path=tmp_path / "mem")
+def test_state_survives_a_restart_and_a_repeat_is_merged_with_lineage(program_file, tmp_path, mem_path):
+    first = Memory.load(program_file, path=mem_path)
     first.add("I adopted a cat named Miso.", user_id="ana", timestamp="2026-05-03")
     first.add("I adopted a cat named Miso.", user_id="ana", timestamp="2026-05-03")  # the same words again
     first.close()
-    again = Memory.load(program_file, path=tmp_path / "mem")  # a fresh program rebuilt from disk
+    again = Memory.load(program_file, path=mem_path)  # a fresh program rebuilt from disk
     assert again.count(user_id="ana") == 1
     hit = again.search("cat name", user_id="ana")[0]
     assert "Miso" in hit.text and len(hit.merged_from) == 1
@@ -62,10 +62,10 @@ def _writer(program: str, path: str, name: str, start, done, out) -> None:
     out.put((name, memory.count(user_id="shared"), len(seen)))
 
 
-def test_two_writer_processes_lose_nothing(program_file, tmp_path):
+def test_two_writer_processes_lose_nothing(program_file, tmp_path, mem_path):
     ctx = mp.get_context("spawn")
     start, done, out = ctx.Barrier(2), ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(str(program_file), str(tmp_path / "mem"), name, start, done, out))
+    procs = [ctx.Process(target=_writer, args=(str(program_file), str(mem_path), name, start, done, out))
              for name in ("alpha", "beta")]
     for p in procs:
         p.start()
@@ -74,7 +74,7 @@ def test_two_writer_processes_lose_nothing(program_file, tmp_path):
         p.join(timeout=60)
         assert p.exitcode == 0
     assert results == [("alpha", 2 * N_PER_WRITER, 2 * N_PER_WRITER), ("beta", 2 * N_PER_WRITER, 2 * N_PER_WRITER)]
-    memory = Memory.load(program_file, path=tmp_path / "mem")  # after both processes exited
+    memory = Memory.load(program_file, path=mem_path)  # after both processes exited
     texts = {r.text.split(": ", 1)[1] for r in memory.get_all(user_id="shared")}
     assert texts == {f"{n} note {i} about topic{n}{i}" for n in ("alpha", "beta") for i in range(N_PER_WRITER)}
     episodes = {r.episode_id for r in memory.get_all(user_id="shared")}
@@ -82,9 +82,9 @@ def test_two_writer_processes_lose_nothing(program_file, tmp_path):
     assert memory.count(user_id="shared") == 2 * N_PER_WRITER
 
 
-def test_a_user_never_sees_another_users_items(program_file, tmp_path):
-    memory = Memory.load(program_file, path=tmp_path / "mem")
-    other = Memory.load(program_file, path=tmp_path / "mem")  # a second handle: isolation holds after catch-up
+def test_a_user_never_sees_another_users_items(program_file, tmp_path, mem_path):
+    memory = Memory.load(program_file, path=mem_path)
+    other = Memory.load(program_file, path=mem_path)  # a second handle: isolation holds after catch-up
     for i, city in enumerate(("Lisbon", "Porto", "Faro")):
         memory.add(f"I live in {city} and work at the bakery.", user_id="ana", timestamp=f"2026-05-0{i + 1}")
         other.add(f"I live in {city} and work at the bakery.", user_id="bob", timestamp=f"2026-05-0{i + 1}")
@@ -99,9 +99,9 @@ def test_a_user_never_sees_another_users_items(program_file, tmp_path):
         memory.get(bob_item.id, user_id="ana")
 
 
-def test_delete_an_item_and_a_user(program_file, tmp_path):
-    memory = Memory.load(program_file, path=tmp_path / "mem")
-    reader = Memory.load(program_file, path=tmp_path / "mem")
+def test_delete_an_item_and_a_user(program_file, tmp_path, mem_path):
+    memory = Memory.load(program_file, path=mem_path)
+    reader = Memory.load(program_file, path=mem_path)
     memory.add("I like green tea.", user_id="ana", timestamp="2026-05-01")
     memory.add("I like black coffee.", user_id="ana", timestamp="2026-05-02")
     memory.add("I like mint tea.", user_id="bob", timestamp="2026-05-02")
@@ -197,10 +197,10 @@ def test_the_readme_example_runs(program_file, monkeypatch):
 
 
 @pytest.mark.parametrize("store", ["json", "vector", "hybrid", "graph"])
-def test_every_store_sees_another_handles_writes(store, tmp_path, hash_resources):
+def test_every_store_sees_another_handles_writes(store, tmp_path, hash_resources, mem_path):
     arch = Architecture(("turn",), store, "hybrid", "json_full")
-    writer = Memory.load(arch, path=tmp_path / "mem", resources=hash_resources)
-    reader = Memory.load(arch, path=tmp_path / "mem", resources=hash_resources)
+    writer = Memory.load(arch, path=mem_path, resources=hash_resources)
+    reader = Memory.load(arch, path=mem_path, resources=hash_resources)
     assert reader.search("cello", user_id="ana") == []
     writer.add("My sister Rita plays the cello.", user_id="ana", timestamp="2026-05-01")
     writer.add("I bake sourdough on Sundays.", user_id="ana", timestamp="2026-05-02")
@@ -210,14 +210,15 @@ def test_every_store_sees_another_handles_writes(store, tmp_path, hash_resources
 
 
 def _add_in_child(memory: Memory) -> None:
-    parent_conn = memory.db._conn
+    pooled = hasattr(type(memory.db), "pool")  # PostgreSQL: a pool per process; SQLite: a connection per process
+    parent = memory.db._pool if pooled else memory.db._conn
     memory.add("Written by a forked worker.", user_id="ana", timestamp="2026-05-01")
-    if memory.db._conn is parent_conn:  # SQLite connections must not cross a fork
+    if (memory.db._pool if pooled else memory.db._conn) is parent:  # connections must not cross a fork
         raise SystemExit(3)
 
 
-def test_a_forked_worker_opens_its_own_connection(program_file, tmp_path):
-    memory = Memory.load(program_file, path=tmp_path / "mem")  # loaded before the fork, as a preloading server does
+def test_a_forked_worker_opens_its_own_connection(program_file, tmp_path, mem_path):
+    memory = Memory.load(program_file, path=mem_path)  # loaded before the fork, as a preloading server does
     memory.add("Written by the parent.", user_id="ana", timestamp="2026-05-01")
     child = mp.get_context("fork").Process(target=_add_in_child, args=(memory,))
     child.start()
@@ -242,9 +243,9 @@ def test_an_experience_program_takes_episodes_not_messages(tmp_path, hash_resour
     assert [s["action"] for s in memory.source(hit.id)] == ["open fridge", "put apple in fridge"]
 
 
-def test_the_manager_curates_against_other_handles_writes(program_file, tmp_path):
-    first = Memory.load(program_file, path=tmp_path / "mem")
-    second = Memory.load(program_file, path=tmp_path / "mem")
+def test_the_manager_curates_against_other_handles_writes(program_file, tmp_path, mem_path):
+    first = Memory.load(program_file, path=mem_path)
+    second = Memory.load(program_file, path=mem_path)
     first.add("I adopted a cat named Miso.", user_id="ana", timestamp="2026-05-03")
     second.add("I adopted a cat named Miso.", user_id="ana", timestamp="2026-05-03")  # caught up inside the lock
     assert first.count(user_id="ana") == second.count(user_id="ana") == 1
@@ -265,11 +266,11 @@ def test_a_programs_saved_memory_bank_is_not_used_and_says_so(tmp_path, hash_res
     assert memory.search("support group", user_id="default") == []
 
 
-def test_threads_sharing_a_handle_or_holding_their_own_lose_nothing(program_file, tmp_path):
+def test_threads_sharing_a_handle_or_holding_their_own_lose_nothing(program_file, tmp_path, mem_path):
     import threading
 
-    shared = Memory.load(program_file, path=tmp_path / "mem")
-    handles = [shared, shared, Memory.load(program_file, path=tmp_path / "mem")]
+    shared = Memory.load(program_file, path=mem_path)
+    handles = [shared, shared, Memory.load(program_file, path=mem_path)]
     errors: list[BaseException] = []
 
     def write(k: int, memory: Memory) -> None:

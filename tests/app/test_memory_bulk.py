@@ -36,26 +36,26 @@ def _state(memory: Memory) -> dict:
     return {"items": items, "hits": hits}
 
 
-def test_add_many_is_the_same_memory_as_one_add_each(program_file, tmp_path):
+def test_add_many_is_the_same_memory_as_one_add_each(program_file, tmp_path, mem_path):
     sessions = _sessions(60)
     with Memory.load(program_file, path=tmp_path / "one") as one:
         kept_one = [one.add(s["messages"], user_id=s["user_id"], timestamp=s["timestamp"]) for s in sessions]
         expected = _state(one)
-    with Memory.load(program_file, path=tmp_path / "bulk") as bulk:
+    with Memory.load(program_file, path=mem_path) as bulk:  # on either backend: the SQLite one-add-each memory
         seen = []
         kept_bulk = bulk.add_many(sessions, batch=7, on_progress=seen.append)  # batches cross users and repeats
         assert seen == [7, 14, 21, 28, 35, 42, 49, 56, 60]
         assert [[r.id for r in k] for k in kept_bulk] == [[r.id for r in k] for k in kept_one]
         assert _state(bulk) == expected
         assert any(r["status"] == "superseded" for rows in expected["items"].values() for r in rows)
-    with Memory.load(program_file, path=tmp_path / "bulk") as again:  # and from disk
+    with Memory.load(program_file, path=mem_path) as again:  # and from disk
         assert _state(again) == expected
 
 
-def test_a_bad_session_anywhere_writes_nothing(program_file, tmp_path):
+def test_a_bad_session_anywhere_writes_nothing(program_file, tmp_path, mem_path):
     sessions = _sessions(10)
     sessions[7] = {"messages": "fine", "user": "typo"}
-    with Memory.load(program_file, path=tmp_path / "m") as memory:
+    with Memory.load(program_file, path=mem_path) as memory:
         with pytest.raises(MemarchError, match=r"sessions\[7\]: unknown keys \['user'\]"):
             memory.add_many(sessions)
         with pytest.raises(MemarchError, match=r"sessions\[2\]: messages\[0\]: 'content' must be a non-empty string"):
@@ -72,7 +72,7 @@ def _jsonl(path: Path, sessions: list[dict]) -> Path:
     return path
 
 
-def test_an_interrupted_import_goes_on_where_it_stopped(program_file, tmp_path):
+def test_an_interrupted_import_goes_on_where_it_stopped(program_file, tmp_path, mem_path):
     sessions = _sessions(40)
     source = _jsonl(tmp_path / "chats.jsonl", sessions)
     with Memory.load(program_file, path=tmp_path / "whole") as whole:
@@ -87,11 +87,11 @@ def test_an_interrupted_import_goes_on_where_it_stopped(program_file, tmp_path):
         if done >= 16:
             raise Crash  # after the 2nd batch committed, as a kill between batches would
 
-    with Memory.load(program_file, path=tmp_path / "resumed") as memory:
+    with Memory.load(program_file, path=mem_path) as memory:
         with pytest.raises(Crash):
             import_file(memory, source, "jsonl", batch=8, on_progress=crash_after_two_batches)
         assert memory.stats()["episodes"] == 16
-    with Memory.load(program_file, path=tmp_path / "resumed") as memory:  # a new process, the same command
+    with Memory.load(program_file, path=mem_path) as memory:  # a new process, the same command
         out = import_file(memory, source, "jsonl", batch=8)
         assert (out["skipped"], out["written"]) == (16, 24)
         assert _state(memory) == expected

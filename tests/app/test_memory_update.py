@@ -14,8 +14,8 @@ ARCH = Architecture(("turn",), "vector", "hybrid", "lightweight")
 
 
 @pytest.fixture
-def memory(program_file, tmp_path):
-    with Memory.load(program_file, path=tmp_path / "mem") as mem:
+def memory(program_file, mem_path):
+    with Memory.load(program_file, path=mem_path) as mem:
         yield mem
 
 
@@ -39,11 +39,11 @@ def test_update_supersedes_with_lineage_both_ways(memory):
         {"turn_id": new[0].source_ids[0], "speaker": "ana", "text": "I moved to Porto in May."}]
 
 
-def test_update_survives_a_restart(memory, tmp_path):
+def test_update_survives_a_restart(memory, tmp_path, mem_path):
     old = memory.add("The wifi password is tulip42.", user_id="bo")[0]
     new = memory.update(old.id, "The wifi password is orchid77.", user_id="bo")[0]
     memory.close()
-    with Memory.load(tmp_path / "program.json", path=tmp_path / "mem") as again:
+    with Memory.load(tmp_path / "program.json", path=mem_path) as again:
         assert again.get(old.id, user_id="bo").status == "superseded"
         assert again.get(new.id, user_id="bo").updated_from == old.id
         assert "orchid77" in again.search("wifi password", user_id="bo", limit=1)[0].text

@@ -274,3 +274,60 @@ def test_mcp_over_http_stops_cleanly_on_sigterm(program, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# -- delete means gone ---------------------------------------------------------------------------
+def test_deleting_a_user_leaves_no_text_vector_or_query_of_theirs_anywhere(program, tmp_path, monkeypatch):
+    """After ``delete(user_id=...)``: no byte of the user's texts, of their items' vectors or of their
+    queries' vectors in any file of the memory or of memarch's caches, nor in either process's memos
+    (another process sharing the memory forgets them on its next call)."""
+    import numpy as np
+
+    from memarch.modules.stores import lexical
+    from memarch.pipeline.embed import Embedder
+
+    monkeypatch.setenv("MEMARCH_CACHE_DIR", str(tmp_path / "cache"))
+    secret, asked = "My zanzibarite vault code is quetzalcoatl-7781.", "where is the xylophonic vault?"
+    path = tmp_path / "mem"
+    with Memory.load(program, path=path) as memory, Memory.load(program, path=path) as other:
+        memory.add([{"role": "user", "content": secret}], user_id="victim")
+        memory.add("I like green tea.", user_id="keeper")
+        assert memory.search(asked, user_id="victim") and other.search(asked, user_id="victim")
+        hash_vectors = Embedder("hash", use_cache=False).embed([secret, asked])
+        def distinctive(v: np.ndarray) -> bytes:  # 8 floats from the vector's first non-zero one (it is sparse)
+            first = int(np.flatnonzero(v)[0])
+            return v.astype(np.float32)[first:first + 8].tobytes()
+        traces = [b"zanzibarite", b"xylophonic", "zanzibarite".encode("utf-16-le"), *map(distinctive, hash_vectors)]
+        assert memory.delete(user_id="victim") == 1
+        assert lexical._tokens.cache_info().currsize == 0  # the process-wide text memos were emptied
+        for m in (memory, other):
+            m.search("tea", user_id="keeper")  # the other process catches up: the purge reaches it
+            memo = m.resources.embedder._memo
+            assert not any(t in memo for t in (asked,)) and not any("zanzibarite" in t for t in memo)
+        assert other.search(asked, user_id="victim") == [] and memory.get_all(user_id="victim", include_deleted=True) == []
+    files = [p for root in (path, tmp_path / "cache") if root.exists() for p in root.rglob("*") if p.is_file()]
+    assert any(p.name == "memory.db" for p in files)
+    for p in files:
+        data = p.read_bytes()
+        for trace in traces:
+            assert trace not in data, (p.name, trace[:16])
+
+
+def test_queries_grow_no_cache_without_bound(program, tmp_path, monkeypatch):
+    """A served memory keeps at most `MEMO_SIZE` vectors in RAM and never writes a query's vector:
+    200 distinct searches leave the memo at its bound and the database's vector rows at one per text
+    its items hold."""
+    import sqlite3
+
+    from memarch.app import vectors
+
+    monkeypatch.setattr(vectors, "MEMO_SIZE", 50)
+    with Memory.load(program, path=tmp_path / "mem") as memory:
+        memory.add(["I moved to Lisbon in May.", "My sister Rita plays the cello."], user_id="ana")
+        for i in range(200):
+            memory.search(f"question number {i} about anything at all", user_id="ana")
+        assert len(memory.resources.embedder._memo) <= 50
+        with sqlite3.connect(tmp_path / "mem" / "memory.db") as db:
+            texts = {r[0] for r in db.execute("SELECT json_extract(data, '$.text') FROM items "
+                                              "WHERE json_extract(data, '$.status') = 'active'")}
+            assert db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == len(texts) == 2

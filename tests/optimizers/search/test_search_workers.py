@@ -19,7 +19,8 @@ from search_helpers import load_shared_study as _load
 from search_helpers import start_worker as _worker
 from search_helpers import wait_workers as _wait
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+from postgres_helpers import running_postgres
+
 
 def _check_distinct(study: optuna.Study, budget: int) -> None:
     # A repeat of an evaluated architecture is COMPLETE (the sampler learns from it) but marked and
@@ -86,37 +87,10 @@ def test_two_workers_share_one_sqlite_study(tmp_path):
     _check_distinct(_load(url), budget)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def postgres():
-    if not (PG_BIN / "initdb").exists():
-        pytest.skip(f"PostgreSQL binaries not found in {PG_BIN} (make install installs Debian's postgresql)")
-    # Not pytest's tmp_path: its parents are private to root, and the server may run as another user.
-    tmp_path = Path(tempfile.mkdtemp(prefix="memarch-pg-"))
-    os.chmod(tmp_path, 0o755)
-    data = tmp_path / "pg"
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses root: run the server as an unprivileged user
-        user = "nobody"
-        shutil.chown(tmp_path, user=user)
-        run_as = ["runuser", "-u", user, "--"]
-    subprocess.run(run_as + [str(PG_BIN / "initdb"), "-D", str(data), "-U", "memarch", "--auth=trust", "-E", "UTF8"],
-                   check=True, capture_output=True)
-    port = _free_port()
-    subprocess.run(run_as + [str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(tmp_path / "pg.log"), "-w",
-                             "-o", f"-h 127.0.0.1 -p {port} -k {tmp_path}", "start"], check=True, capture_output=True)
-    try:
-        subprocess.run(run_as + [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "memarch", "memarch"],
-                       check=True, capture_output=True)
-        yield f"postgresql://memarch@127.0.0.1:{port}/memarch"
-    finally:
-        subprocess.run(run_as + [str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(tmp_path, ignore_errors=True)
+    with running_postgres() as url:
+        yield url
 
 
 def test_two_workers_share_one_postgresql_study(postgres):

@@ -1,0 +1,35 @@
+"""Where a `Memory`'s embedder keeps vectors: in the memory's own database, one row per (user, text
+hash), written in the transaction that writes the user's items and deleted with the user — never
+in the shared disk cache (``~/.cache/memarch``), which outlives a user's deletion. Queries are not
+kept at all: only the write path stores vectors (`Memory` puts its items' vectors)."""
+from __future__ import annotations
+
+from typing import Any
+
+from memarch.pipeline.embed import DEFAULT_MODEL, FORWARD_BATCH, Embedder
+
+MEMO_SIZE = 20_000  # vectors a served memory keeps in RAM (~32 MB of 384-d float32 with their keys)
+
+
+class MemoryVectors:
+    """The embedder's persistent cache over `MemoryDB`'s ``vectors`` table: reads any user's stored
+    vector of a text (a restart or another process loads items without embedding them again);
+    `set_many` keeps nothing (a query, or an item before its transaction commits its rows)."""
+
+    def __init__(self, db: Any):
+        self.db = db
+
+    def get_many(self, keys: Any) -> dict[str, bytes]:
+        return self.db.get_vectors(list(dict.fromkeys(keys)))
+
+    def set_many(self, items: dict[str, bytes]) -> None:
+        """Nothing: `Memory` writes its items' vectors with their rows (`Memory._transaction`)."""
+
+
+def private_embedder(embedder: Embedder | None, db: Any) -> Embedder:
+    """An embedder of the same model as ``embedder`` (the default model for None) whose vectors live
+    in ``db`` (`MemoryVectors`) and at most `MEMO_SIZE` of them in memory."""
+    model = embedder.model if embedder is not None else DEFAULT_MODEL
+    dim = embedder.dim if embedder is not None and model == "hash" else 384
+    batch = embedder.batch_size if embedder is not None else FORWARD_BATCH
+    return Embedder(model, cache=MemoryVectors(db), memo_size=MEMO_SIZE, dim=dim, batch_size=batch)
