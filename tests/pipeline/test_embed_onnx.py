@@ -58,7 +58,7 @@ def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def test_onnx_names_have_their_own_model_ids_and_need_no_model_load():
     ids = {m: Embedder(m, use_cache=False) for m in ("all-MiniLM-L6-v2", ONNX_MODEL, ONNX_INT8_MODEL, "e5-small")}
     assert len({e.model_id for e in ids.values()}) == 4
-    assert len({e._key("x") for e in ids.values()}) == 4  # vectors never mix in the shared disk cache
+    assert len({e.key("x") for e in ids.values()}) == 4  # vectors never mix in the shared disk cache
     assert ids[ONNX_MODEL].dim == ids[ONNX_INT8_MODEL].dim == 384
     assert ONNX_MODEL in NAMED_MODELS and ONNX_INT8_MODEL in NAMED_MODELS
 

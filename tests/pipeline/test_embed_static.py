@@ -60,8 +60,8 @@ def test_the_static_name_is_known_has_its_own_key_and_needs_no_table_for_nothing
     monkeypatch.setattr(embed_mod, "load_static", lambda *a, **k: pytest.fail("table loaded"))
     e = Embedder(STATIC_MODEL, use_cache=False)
     assert STATIC_MODEL in NAMED_MODELS and e.dim == PCA_DIMS == 256
-    others = {Embedder(m, use_cache=False)._key("x") for m in NAMED_MODELS if m != STATIC_MODEL}
-    assert e._key("x") not in others  # its vectors never mix with another embedder's in the disk cache
+    others = {Embedder(m, use_cache=False).key("x") for m in NAMED_MODELS if m != STATIC_MODEL}
+    assert e.key("x") not in others  # its vectors never mix with another embedder's in the disk cache
     v = e.embed([])
     assert v.shape == (0, 256) and v.dtype == np.float32
 
