@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,7 +85,9 @@ class MemoryDB(StateSQL):
             private_file(self.path)  # before SQLite creates it: its -wal and -shm files take its mode
         except OSError as exc:
             raise DataError(f"{self.directory}: cannot create the memory directory ({exc.strerror or exc})") from None
-        self._pid, self._conn = -1, None
+        self._local = threading.local()
+        self._opened: list[tuple[int, sqlite3.Connection]] = []  # (pid, connection) of every thread's
+        self._opened_lock = threading.Lock()
         self._lock_pid, self._lock_fd = -1, -1
         try:
             with self.write():
@@ -94,9 +97,10 @@ class MemoryDB(StateSQL):
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """This process's connection: a forked child (a web server's worker) opens its own, as
-        SQLite requires."""
-        if self._pid != os.getpid():
+        """This thread's connection: each thread of a server has its own (its transactions are its
+        own), and a forked child (a web server's worker) opens its own, as SQLite requires."""
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
             # isolation_level=None: transactions are begun explicitly (IMMEDIATE for writers).
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                    check_same_thread=False)
@@ -107,13 +111,22 @@ class MemoryDB(StateSQL):
             conn.execute("PRAGMA synchronous = NORMAL")
             # A deleted row's bytes are overwritten with zeros, not left in free pages.
             conn.execute("PRAGMA secure_delete = ON")
-            self._pid, self._conn = os.getpid(), conn
-        return self._conn
+            local.conn, local.pid = conn, os.getpid()
+            with self._opened_lock:
+                self._opened.append((os.getpid(), conn))
+        return local.conn
 
     def close(self) -> None:
-        if self._conn is not None and self._pid == os.getpid():
-            self._conn.close()
-        self._pid, self._conn = -1, None
+        """Close this process's connections (every thread's)."""
+        with self._opened_lock:
+            mine = [c for pid, c in self._opened if pid == os.getpid()]
+            self._opened = [(pid, c) for pid, c in self._opened if pid != os.getpid()]
+        for conn in mine:
+            try:
+                conn.close()
+            except sqlite3.ProgrammingError:  # pragma: no cover - closed already
+                pass
+        self._local = threading.local()
         if self._lock_fd >= 0 and self._lock_pid == os.getpid():
             os.close(self._lock_fd)
         self._lock_pid, self._lock_fd = -1, -1

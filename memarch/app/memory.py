@@ -7,6 +7,7 @@ import dataclasses
 import json
 import logging
 import threading
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -16,6 +17,7 @@ from memarch.pipeline.items import MemoryItem
 from memarch.app.bulk import BATCH, Session, plan_batch, sessions_of
 from memarch.app.correction import correct
 from memarch.app.database import open_database
+from memarch.app.locks import SharedLock, UserLocks
 from memarch.app.messages import Messages, as_messages, as_time, as_user, conversation_episode
 from memarch.app.program_file import build_program, read_program
 from memarch.app.records import MemoryRecord
@@ -61,7 +63,10 @@ class Memory:
         data, source, resources = read_program(program, resources)
         self._source = source
         self._data = data
-        self._lock = threading.RLock()
+        # Searches of one user run beside another user's add: `SharedLock` (shared by per-user work,
+        # exclusive to apply other processes' commits or rebuild the program), a lock per user, and
+        # one writer at a time (app/locks.py).
+        self._rw, self._users, self._writer = SharedLock(), UserLocks(), threading.Lock()
         self.db = open_database(path)
         self.path = self.db.directory
         # Its own embedder: vectors in this memory's database (deleted with their user), a bounded
@@ -136,18 +141,17 @@ class Memory:
         if not isinstance(text, str) or not text.strip():
             raise MemarchError(f"text: expected a non-empty string, got {text!r}")
         when = as_time(timestamp)
-        kept = self._transaction(lambda: correct(self, item_id, ns, text, when))
+        kept = self._transaction(lambda: correct(self, item_id, ns, text, when), [ns])
         return [MemoryRecord.of(it) for it in kept]
 
     def search(self, query: str, *, user_id: str = "default", limit: int | None = None) -> list[MemoryRecord]:
         """The program's read for ``user_id``: at most ``limit`` (default the program's top_k)
         items, best first, each with score and provenance; other users' items never appear."""
-        with self._lock:  # records are built before another thread's write can change the items
-            return [MemoryRecord.of(s.item, s.score) for s in self._read(query, user_id, limit).items]
+        return self._read(query, user_id, limit, lambda r: [MemoryRecord.of(s.item, s.score) for s in r.items])
 
     def context(self, query: str, *, user_id: str = "default", limit: int | None = None) -> str:
         """The context the program would give the model (its token budget applied)."""
-        return self._read(query, user_id, limit).context
+        return self._read(query, user_id, limit, lambda r: r.context)
 
     def history(self, item_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:
         """The item's lineage, oldest first: created by which encoder, then every manager action
@@ -158,7 +162,7 @@ class Memory:
         """The messages an item was written from: ``[{"turn_id", "speaker", "text"}]`` (the
         steps, for an agent episode)."""
         record = self.get(item_id, user_id=user_id)
-        with self._lock, self.db.read():
+        with self.db.read():
             episode = self.db.episode(record.episode_id, record.user_id) if record.episode_id else None
         if episode is None:
             return []
@@ -170,7 +174,7 @@ class Memory:
 
     def get(self, item_id: str, *, user_id: str | None = None) -> MemoryRecord:
         """One item (also a superseded or deleted one) as committed now."""
-        with self._lock, self.db.read():
+        with self.db.read():
             rows = self.db.find(item_id, None if user_id is None else as_user(user_id))
         if not rows:
             whose = "" if user_id is None else f" of user {user_id!r}"
@@ -181,7 +185,7 @@ class Memory:
 
     def get_all(self, *, user_id: str = "default", include_deleted: bool = False) -> list[MemoryRecord]:
         """Every item of ``user_id`` as committed now, in the order they were written."""
-        with self._lock, self.db.read():
+        with self.db.read():
             rows = self.db.namespace_items(as_user(user_id))
         items = [MemoryItem.from_dict(r) for r in rows]
         return [MemoryRecord.of(it) for it in items if include_deleted or it.active]
@@ -202,29 +206,31 @@ class Memory:
                 store.delete(item_id, ns, reason="deleted by the app", actor="app")
                 return []
             try:
-                self._transaction(tombstone)
+                self._transaction(tombstone, [ns])
             except _AlreadyGone:
                 return 0
             return 1
-        with self._lock:
+        with self._writer:
             with self.db.write():
                 removed, episodes = self.db.purge(ns)
                 self.db.bump(purge=True)
             log.info("deleted user %r: %d items, %d episodes", ns, removed, episodes)
-            self._reload()
+            with self._rw.exclusive():
+                self._reload()
             self.db.checkpoint()  # the write-ahead log keeps no page from before the purge
         return removed
 
     def count(self, *, user_id: str = "default") -> int:
         """Active items of ``user_id`` in this process's view (after catching up)."""
-        with self._lock:
-            self._catch_up()
-            return self.program.store.count(as_user(user_id))
+        ns = as_user(user_id)
+        self._catch_up()
+        with self._rw.shared(), self._users.held([ns]):
+            return self.program.store.count(ns)
 
     def stats(self) -> dict[str, Any]:
         """What is under ``path`` as committed now: ``{"path", "program", "embedder", "users",
         "items": {"active", "superseded", "deleted"}, "episodes", "changes", "bytes"}``."""
-        with self._lock, self.db.read():
+        with self.db.read():
             counts = self.db.stats()
         return {"path": str(self.path), "program": self.program.architecture.key(),
                 "embedder": self.resources.embedder.model if self.resources.embedder else None, **counts}
@@ -242,24 +248,26 @@ class Memory:
         return f"Memory({self.program.architecture.key()!r}, path={str(self.path)!r})"
 
     # -- internals ---------------------------------------------------------------------------------
-    def _read(self, query: str, user_id: str, limit: int | None):
+    def _read(self, query: str, user_id: str, limit: int | None, result: Callable[[Any], Any]) -> Any:
+        """``result`` of the program's read for ``user_id``, made while no write of that user can
+        change the items it returns (a write of another user goes on meanwhile)."""
         if not isinstance(query, str) or not query.strip():
             raise MemarchError("query: expected a non-empty string")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise MemarchError(f"limit: expected a positive integer, got {limit!r}")
         ns = as_user(user_id)
-        with self._lock:
-            self._catch_up()
-            return self.program.read(Query(text=query, namespace=ns), top_k=limit)
+        self._catch_up()
+        with self._rw.shared(), self._users.held([ns]):
+            return result(self.program.read(Query(text=query, namespace=ns), top_k=limit))
 
     def _write(self, ns: str, time: str | None, make: Callable[[int], Episode]) -> list[MemoryRecord]:
         """One episode in one transaction (``make(n)`` builds it with its number ``n``)."""
-        kept = self._transaction(lambda: self._write_episode(ns, time, make))
+        kept = self._transaction(lambda: self._write_episode(ns, time, make), [ns])
         return [MemoryRecord.of(it) for it in kept]
 
     def import_progress(self, key: str) -> int:
         """Sessions committed so far by an `add_many` with ``resume_key=key`` (0 if none)."""
-        with self._lock, self.db.read():
+        with self.db.read():
             return int(self.db.get_meta(key) or 0)
 
     def _write_batch(self, batch: list[Session], *, mark: tuple[str, int] | None = None) -> list[list[MemoryRecord]]:
@@ -278,7 +286,7 @@ class Memory:
             if mark is not None:
                 self.db.set_meta(*mark)
             return [it for kept in out for it in kept]
-        self._transaction(body)
+        self._transaction(body, [s.user_id for s in batch])
         return [[MemoryRecord.of(it) for it in kept] for kept in out]
 
     def _episode_of(self, session: Session) -> tuple[int, Episode]:
@@ -302,25 +310,32 @@ class Memory:
         self.db.save_episode(n, episode.to_dict())
         return kept
 
-    def _transaction(self, body: Callable[[], list[MemoryItem]]) -> list[MemoryItem]:
-        """``body`` under the write lock, after catching up; commits every item it touched."""
-        with self._lock:
+    def _transaction(self, body: Callable[[], list[MemoryItem]], users: list[str]) -> list[MemoryItem]:
+        """``body`` (a write of ``users``) in one database transaction, after catching up; commits
+        every item it touched. Searches of other users go on meanwhile; this process's view moves to
+        the new change number before they can see the commit as another process's."""
+        with self._writer:
             self._dirty = False
-            try:
-                with self.db.write():
-                    self._catch_up(in_transaction=True)
-                    self._touched.clear()
-                    kept = body()
-                    seq = self.db.bump()
-                    rows = self._touched.rows(self.program.store)
-                    self.db.upsert(rows, seq)
-                    self.db.put_vectors(self._vectors(rows))
-            except BaseException:
-                if self._dirty or self._touched.keys:
-                    # The program may hold changes the rollback undid: rebuild it from what is committed.
-                    self._reload()
-                raise
-            self._seen = (seq, self._seen[1])
+            with ExitStack() as held:
+                try:
+                    with self.db.write():
+                        self._catch_up(in_transaction=True)
+                        held.enter_context(self._rw.shared())
+                        held.enter_context(self._users.held(users))
+                        self._touched.clear()
+                        kept = body()
+                        seq = self.db.bump()
+                        rows = self._touched.rows(self.program.store)
+                        self.db.upsert(rows, seq)
+                        self.db.put_vectors(self._vectors(rows))
+                    self._seen = (seq, self._seen[1])
+                except BaseException:
+                    held.close()
+                    if self._dirty or self._touched.keys:
+                        # The program may hold changes the rollback undid: rebuild it from what is committed.
+                        with self._rw.exclusive():
+                            self._reload()
+                    raise
         return kept
 
     def _vectors(self, rows: list[tuple[str, str, dict]]) -> list[tuple[str, str, bytes]]:
@@ -334,17 +349,23 @@ class Memory:
         return [(ns, embedder.key(text), vec.astype("float32").tobytes()) for (ns, text), vec in zip(active, vectors)]
 
     def _catch_up(self, *, in_transaction: bool = False) -> None:
-        """Apply what other processes committed since this one last looked."""
+        """Apply what other processes committed since this one last looked: one counter read when
+        nothing changed; else, alone (no search or write of this process runs meanwhile), the rows
+        changed since, or the whole program rebuilt after a user's deletion. Called holding no lock
+        but, in a write, the writer's."""
         if not in_transaction:
             with self.db.read():
                 return self._catch_up(in_transaction=True)
-        changes, purges = self.db.counters()
-        if purges != self._seen[1]:
-            self._reload(in_transaction=True)
-        elif changes != self._seen[0]:
-            rows = self.db.items(since=self._seen[0])
-            self.program.store.add([MemoryItem.from_dict(r) for r in rows])
-            self._seen = (changes, purges)
+        if self.db.counters() == self._seen:
+            return
+        with self._rw.exclusive():
+            changes, purges = self.db.counters()
+            if purges != self._seen[1]:
+                self._reload(in_transaction=True)
+            elif changes != self._seen[0]:
+                rows = self.db.items(since=self._seen[0])
+                self.program.store.add([MemoryItem.from_dict(r) for r in rows])
+                self._seen = (changes, purges)
 
     def _reload(self, *, in_transaction: bool = False) -> None:
         """A fresh program holding every committed item, in the order they were first written."""

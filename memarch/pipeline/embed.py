@@ -150,6 +150,7 @@ class Embedder:
             raise ValueError(f"memo_size must be positive or None, got {memo_size!r}")
         self.memo_size = None if memo_size is None else int(memo_size)
         self._memo: dict[str, np.ndarray] = {}
+        self._memo_lock = threading.Lock()
         self.computed = 0  # texts embedded by the model (cache misses), for benchmarks
         self.requested = 0  # texts asked for (hits in memory or on disk, and misses): the hit rate's base
 
@@ -174,36 +175,51 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.requested += len(texts)
         memo = self._memo  # by text: a hit costs no hashing (the disk cache is keyed by model and text)
-        missing = [t for t in dict.fromkeys(texts) if t not in memo]
+        if self.memo_size is None:  # a search's embedder: one memo for every trial, never trimmed
+            missing = [t for t in dict.fromkeys(texts) if t not in memo]
+            if missing:
+                memo.update(self._fetch(missing))
+            return np.stack([memo[t] for t in texts]).astype(np.float32, copy=False)
+        # A server's: threads share the bounded memo, touched under its lock; the model runs outside it.
+        with self._memo_lock:
+            have = {t: memo[t] for t in dict.fromkeys(texts) if t in memo}
+        missing = [t for t in dict.fromkeys(texts) if t not in have]
         if missing:
-            keys = {t: self.key(t) for t in missing}
-            found: dict[str, np.ndarray] = {}
+            fresh = self._fetch(missing)
+            have.update(fresh)
+            with self._memo_lock:
+                memo.update(fresh)
+                if len(memo) > self.memo_size:
+                    for key in list(itertools.islice(memo, len(memo) - self.memo_size)):  # the oldest first
+                        memo.pop(key, None)
+        return np.stack([have[t] for t in texts]).astype(np.float32, copy=False)
+
+    def _fetch(self, missing: list[str]) -> dict[str, np.ndarray]:
+        """Vectors of texts the memo lacks: from the persistent cache, else from the model."""
+        keys = {t: self.key(t) for t in missing}
+        found: dict[str, np.ndarray] = {}
+        if self.cache is not None:
+            raw = self.cache.get_many(keys.values())
+            found = {t: np.frombuffer(raw[k], dtype=np.float32) for t, k in keys.items() if k in raw}
+        todo = [t for t in missing if t not in found]
+        if todo:
+            vecs = self._compute(todo)
+            new = dict(zip(todo, vecs))
+            found.update(new)
+            self.computed += len(new)
             if self.cache is not None:
-                raw = self.cache.get_many(keys.values())
-                found = {t: np.frombuffer(raw[k], dtype=np.float32) for t, k in keys.items() if k in raw}
-            todo = [t for t in missing if t not in found]
-            if todo:
-                vecs = self._compute(todo)
-                new = dict(zip(todo, vecs))
-                found.update(new)
-                self.computed += len(new)
-                if self.cache is not None:
-                    self.cache.set_many({keys[t]: v.astype(np.float32).tobytes() for t, v in new.items()})
-            memo.update(found)
-        out = np.stack([memo[t] for t in texts]).astype(np.float32, copy=False)
-        if self.memo_size is not None and len(memo) > self.memo_size:
-            for key in list(itertools.islice(memo, len(memo) - self.memo_size)):  # the oldest first
-                del memo[key]
-        return out
+                self.cache.set_many({keys[t]: v.astype(np.float32).tobytes() for t, v in new.items()})
+        return found
 
     def forget(self) -> None:
         """Drop every vector held in memory (the persistent cache is the caller's to clean)."""
-        self._memo.clear()
+        with self._memo_lock:
+            self._memo.clear()
 
     def embed_one(self, text: str) -> np.ndarray:
         """``embed([text])[0]``; a text in the memo (every read of a warm trial) is a copy of its row,
         without the list, the stack and the batch array."""
-        got = self._memo.get(text)
+        got = self._memo.get(text) if self.memo_size is None else None  # a bounded memo: under its lock
         if got is None:
             return self.embed([text])[0]
         self.requested += 1

@@ -210,10 +210,11 @@ def test_every_store_sees_another_handles_writes(store, tmp_path, hash_resources
 
 
 def _add_in_child(memory: Memory) -> None:
-    pooled = hasattr(type(memory.db), "pool")  # PostgreSQL: a pool per process; SQLite: a connection per process
-    parent = memory.db._pool if pooled else memory.db._conn
+    # PostgreSQL: a pool per process; SQLite: a connection per thread and process
+    pooled = hasattr(type(memory.db), "pool")
+    parent = memory.db._pool if pooled else memory.db._local.conn  # what the forking thread held
     memory.add("Written by a forked worker.", user_id="ana", timestamp="2026-05-01")
-    if (memory.db._pool if pooled else memory.db._conn) is parent:  # connections must not cross a fork
+    if (memory.db._pool if pooled else memory.db._local.conn) is parent:  # connections must not cross a fork
         raise SystemExit(3)
 
 
@@ -304,3 +305,44 @@ def test_the_app_benchmark_runs_and_prints_its_table(capsys):
     assert [r["store"] for r in rows] == ["json", "hybrid"] and all(r["size"] >= 60 for r in rows)
     assert all(r["pair"][1] >= r["pair"][0] > 0 for r in rows)
     assert "add+search p50/p95" in out and "add -> search p95 < 20 ms at" in out
+
+
+def test_a_search_does_not_wait_for_another_users_add(program_file, mem_path, monkeypatch):
+    """While an add of ana's is inside its transaction (its encoder made slow here), a search of
+    bob's runs and returns at once; a search of ana's waits for the add and sees what it wrote."""
+    import threading
+    import time
+
+    memory = Memory.load(program_file, path=mem_path)
+    memory.add("I keep bees in the garden.", user_id="bob", timestamp="2026-05-01")
+    memory.add("I play the oboe.", user_id="ana", timestamp="2026-05-01")
+    encoder = memory.program.encoders[0]
+    inside, release = threading.Event(), threading.Event()
+    original = type(encoder).encode
+
+    def slow_encode(self, episode):
+        if episode.namespace == "ana":
+            inside.set()
+            release.wait(30)
+        return original(self, episode)
+
+    monkeypatch.setattr(type(encoder), "encode", slow_encode)
+    writer = threading.Thread(target=memory.add, args=("I moved to Lisbon in May.",),
+                              kwargs={"user_id": "ana", "timestamp": "2026-05-02"})
+    writer.start()
+    try:
+        assert inside.wait(30)
+        t0 = time.monotonic()
+        assert [h.text for h in memory.search("bees", user_id="bob")] == ["user (1 May 2026): I keep bees in the garden."]
+        assert memory.count(user_id="bob") == 1
+        assert time.monotonic() - t0 < 5  # did not wait for ana's add (which waits for `release`)
+        got: list = []
+        reader = threading.Thread(target=lambda: got.append(memory.search("Lisbon", user_id="ana")))
+        reader.start()
+        reader.join(0.5)
+        assert reader.is_alive()  # ana's search waits for ana's add
+    finally:
+        release.set()
+        writer.join(60)
+    reader.join(60)
+    assert any("Lisbon" in h.text for h in got[0])
