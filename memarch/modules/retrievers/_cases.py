@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from memarch.modules.stores.base import matches
+from memarch.pipeline.selection import nth_largest
 
 if TYPE_CHECKING:
     from memarch.modules.stores.base import Store, Where
@@ -136,7 +137,7 @@ class TaskIndex:
         only the ``first`` best (and rows tied with the last of them) unless more are read."""
         keys = self._first[:len(sims)]
         if len(sims) > first:
-            head = np.flatnonzero(sims >= np.partition(sims, len(sims) - first)[len(sims) - first])
+            head = np.flatnonzero(sims >= nth_largest(sims, first))
         else:
             head = np.arange(len(sims))
         yield from head[np.lexsort((keys[head], -sims[head]))]

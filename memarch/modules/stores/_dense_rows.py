@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 import numpy as np
 
+from memarch.pipeline.selection import nth_largest
+
 if TYPE_CHECKING:
     from memarch.pipeline.items import MemoryItem
 
@@ -114,7 +116,7 @@ class DenseRows:
             if take >= len(live):
                 head = np.arange(len(live))
             else:  # every row scoring at least the take-th best, so ties at the cut are all in
-                head = np.flatnonzero(s >= np.partition(s, len(s) - take)[len(s) - take])
+                head = np.flatnonzero(s >= nth_largest(s, take))
             head = head[np.lexsort((keys[head], -s[head]))]
             for j in head[done:].tolist():
                 yield self.ids[live[j]], float(s[j])

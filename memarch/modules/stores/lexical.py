@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from memarch.modules.stores.activity import ActiveIn
+from memarch.pipeline.selection import nth_largest
 
 if TYPE_CHECKING:
     from memarch.modules.stores.base import Store
@@ -279,7 +280,7 @@ class BM25Index:
         s = self.scores(query_tokens)
         hits = np.flatnonzero(s > 0)
         if len(hits) > n:  # every hit scoring at least the n-th best, so ties at the cut are all in
-            cut = np.partition(s[hits], len(hits) - n)[len(hits) - n]
+            cut = nth_largest(s[hits], n)
             hits = hits[s[hits] >= cut]
         hits = hits[np.lexsort((self._key[hits], -s[hits]))][:n]
         return list(zip(hits.tolist(), s[hits].tolist()))
