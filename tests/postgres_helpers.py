@@ -1,52 +1,22 @@
-"""A throwaway PostgreSQL 15 cluster for tests (Debian's binaries, which ``make install`` installs):
-started on a free loopback port as an unprivileged user (initdb refuses root), trust auth, stopped
-and removed afterwards. `running_postgres()` yields ``postgresql://memarch@127.0.0.1:PORT/memarch``."""
+"""The tests' throwaway PostgreSQL cluster: benchmarks/pg_cluster.py's, skipped (not failed) where
+the binaries are missing."""
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import pg_cluster  # noqa: E402
 
 
 @contextmanager
 def running_postgres() -> Iterator[str]:
-    """A fresh cluster with one database, ``memarch`` (pytest.skip without the binaries)."""
-    if not (PG_BIN / "initdb").exists():
-        pytest.skip(f"PostgreSQL binaries not found in {PG_BIN} (make install installs Debian's postgresql)")
-    # Not pytest's tmp_path: its parents are private to root, and the server may run as another user.
-    tmp_path = Path(tempfile.mkdtemp(prefix="memarch-pg-"))
-    os.chmod(tmp_path, 0o755)
-    data = tmp_path / "pg"
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses root: run the server as an unprivileged user
-        user = "nobody"
-        shutil.chown(tmp_path, user=user)
-        run_as = ["runuser", "-u", user, "--"]
-    subprocess.run(run_as + [str(PG_BIN / "initdb"), "-D", str(data), "-U", "memarch", "--auth=trust", "-E", "UTF8"],
-                   check=True, capture_output=True)
-    port = free_port()
-    subprocess.run(run_as + [str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(tmp_path / "pg.log"), "-w",
-                             "-o", f"-h 127.0.0.1 -p {port} -k {tmp_path} -c max_connections=200", "start"],
-                   check=True, capture_output=True)
-    try:
-        subprocess.run(run_as + [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "memarch", "memarch"],
-                       check=True, capture_output=True)
-        yield f"postgresql://memarch@127.0.0.1:{port}/memarch"
-    finally:
-        subprocess.run(run_as + [str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(tmp_path, ignore_errors=True)
+    """``postgresql://memarch@127.0.0.1:PORT/memarch`` of a fresh cluster (pytest.skip without PostgreSQL)."""
+    if not pg_cluster.available():
+        pytest.skip(f"PostgreSQL binaries not found in {pg_cluster.PG_BIN} (make install installs Debian's postgresql)")
+    with pg_cluster.running_postgres() as url:
+        yield url

@@ -135,16 +135,23 @@ def test_refusals_are_one_line_and_exit_2(program, tmp_path):
 
 @pytest.mark.slow
 def test_the_serve_benchmark_runs_and_checks_what_it_claims():
-    """benchmarks/bench_serve.py at toy size: load, every acknowledged add present, kill -9, integrity."""
+    """benchmarks/bench_serve.py at toy size, its three configurations side by side (SQLite, PostgreSQL
+    with one and with two servers): load, every acknowledged add present, the lag between two servers,
+    kill -9 of one, half-open connections, the SQLite crash and integrity."""
     bench = os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks", "bench_serve.py")
     p = subprocess.run([sys.executable, bench, "--items", "200", "--seconds", "3", "--clients", "4",
-                        "--users", "3", "--crash-seconds", "2", "--data", "ignored"],
-                       capture_output=True, text=True, timeout=600)
+                        "--users", "3", "--crash-seconds", "2", "--half-open", "50", "--solo", "20",
+                        "--data", "ignored"], capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     out = p.stdout
     assert "errors 0; cross-user items 0" in out and "PRAGMA integrity_check: ok" in out
     assert "acknowledged adds present after kill -9 + restart:" in out and "correctness: ok" in out
     assert "load average" in out
+    assert "| sqlite, 1 server |" in out
+    if "postgresql rows are skipped" not in out:
+        assert "| postgresql, 1 server |" in out and "| postgresql, 2 servers |" in out
+        assert "found by a search on the other: max" in out and "kill -9 of one server under load:" in out
+    assert "half-open connections: /health answered in" in out
 
 
 def test_several_workers_share_one_memory_and_stop_together(program, tmp_path):
