@@ -193,6 +193,10 @@ class MemoryDB(StateSQL):
             self.conn.execute("ROLLBACK")
             raise MemarchError(f"{self.path}: commit failed ({exc})") from None
 
+    def peek_counters(self) -> tuple[int, int]:
+        """`counters` outside a transaction: one statement (what a search asks before it reads)."""
+        return self.counters()
+
     def stats(self) -> dict[str, Any]:
         """Users, items by status, episodes, the change counter and the file's bytes (WAL included)."""
         size = sum(p.stat().st_size for p in self.directory.glob(DB_FILE + "*") if p.is_file())

@@ -73,6 +73,7 @@ class Memory:
         # memo, nothing in the shared disk caches; no encoder-output cache either.
         self.resources = dataclasses.replace(resources, embedder=private_embedder(resources.embedder, self.db),
                                              use_encoder_cache=False)
+        self._vector_cache = self.resources.embedder.cache  # `MemoryVectors`: looked up only while loading items
         self.program, self._touched = build_program(data, self.resources, source)
         self._claim(data)
         self._seen = (-1, -1)
@@ -352,20 +353,35 @@ class Memory:
         """Apply what other processes committed since this one last looked: one counter read when
         nothing changed; else, alone (no search or write of this process runs meanwhile), the rows
         changed since, or the whole program rebuilt after a user's deletion. Called holding no lock
-        but, in a write, the writer's."""
-        if not in_transaction:
-            with self.db.read():
-                return self._catch_up(in_transaction=True)
-        if self.db.counters() == self._seen:
+        but, in a write, the writer's (whose transaction sees the latest commit)."""
+        if in_transaction:
+            if not self._behind(self.db.counters()):
+                return
+            with self._rw.exclusive():
+                self._apply()
             return
-        with self._rw.exclusive():
-            changes, purges = self.db.counters()
-            if purges != self._seen[1]:
-                self._reload(in_transaction=True)
-            elif changes != self._seen[0]:
-                rows = self.db.items(since=self._seen[0])
+        if not self._behind(self.db.peek_counters()):
+            return
+        with self._rw.exclusive(), self.db.read():  # a snapshot taken now, after the wait
+            self._apply()
+
+    def _behind(self, counters: tuple[int, int]) -> bool:
+        """Whether ``counters`` (changes, purges) as read are ahead of this process's view (a read
+        that began before this process's own last commit is not)."""
+        changes, purges = counters
+        seen_changes, seen_purges = self._seen
+        return purges != seen_purges or changes > seen_changes
+
+    def _apply(self) -> None:
+        """Inside a read or the write, alone: bring the program up to the database's counters."""
+        changes, purges = self.db.counters()
+        if purges != self._seen[1]:
+            self._reload(in_transaction=True)
+        elif changes > self._seen[0]:
+            rows = self.db.items(since=self._seen[0])
+            with self._vector_cache.loading():
                 self.program.store.add([MemoryItem.from_dict(r) for r in rows])
-                self._seen = (changes, purges)
+            self._seen = (changes, purges)
 
     def _reload(self, *, in_transaction: bool = False) -> None:
         """A fresh program holding every committed item, in the order they were first written."""
@@ -380,7 +396,8 @@ class Memory:
                 forget_texts()
             self.program, self._touched = build_program(self._data, self.resources, self._source)
         if rows:
-            self.program.store.add([MemoryItem.from_dict(r) for r in rows])
+            with self._vector_cache.loading():
+                self.program.store.add([MemoryItem.from_dict(r) for r in rows])
         self._touched.clear()
         self._seen = (changes, purges)
 

@@ -183,6 +183,14 @@ class PostgresDB(StateSQL):
             finally:
                 self._local.conn = None
 
+    def peek_counters(self) -> tuple[int, int]:
+        """`counters` outside a transaction: one statement on a pooled connection."""
+        if getattr(self._local, "conn", None) is not None:
+            return self.counters()
+        with self._connection() as conn:
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('changes', 'purges')").fetchall())
+        return int(rows.get("changes", 0)), int(rows.get("purges", 0))
+
     def stats(self) -> dict[str, Any]:
         """Users, items by status, episodes, the change counter and the tables' bytes."""
         size = self._run("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "

@@ -4,7 +4,9 @@ in the shared disk cache (``~/.cache/memarch``), which outlives a user's deletio
 kept at all: only the write path stores vectors (`Memory` puts its items' vectors)."""
 from __future__ import annotations
 
-from typing import Any
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from memarch.pipeline.embed import DEFAULT_MODEL, FORWARD_BATCH, Embedder
 
@@ -12,14 +14,27 @@ MEMO_SIZE = 20_000  # vectors a served memory keeps in RAM (~32 MB of 384-d floa
 
 
 class MemoryVectors:
-    """The embedder's persistent cache over `MemoryDB`'s ``vectors`` table: reads any user's stored
-    vector of a text (a restart or another process loads items without embedding them again);
-    `set_many` keeps nothing (a query, or an item before its transaction commits its rows)."""
+    """The embedder's persistent cache over `MemoryDB`'s ``vectors`` table: while `loading` (a
+    start, a catch-up with other processes' items), any user's stored vector of a text, so items are
+    indexed without embedding them again; otherwise (a query, a text being written) nothing is
+    looked up. `set_many` keeps nothing (`Memory` writes its items' vectors with their rows)."""
 
     def __init__(self, db: Any):
         self.db = db
+        self._local = threading.local()
+
+    @contextmanager
+    def loading(self) -> Iterator[None]:
+        """In this thread, lookups go to the database (items being loaded)."""
+        self._local.loading = True
+        try:
+            yield
+        finally:
+            self._local.loading = False
 
     def get_many(self, keys: Any) -> dict[str, bytes]:
+        if not getattr(self._local, "loading", False):
+            return {}
         return self.db.get_vectors(list(dict.fromkeys(keys)))
 
     def set_many(self, items: dict[str, bytes]) -> None:

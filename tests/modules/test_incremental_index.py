@@ -198,3 +198,31 @@ def test_interleaved_benchmark_runs_small(capsys):
     assert ("hybrid", "hybrid") in {(r["store"], r["retriever"]) for r in rows}
     assert all(r["n_static"] == r["n_inter"] == 3 and r["inter_p95"] >= r["inter_p50"] for r in rows)
     assert "inter p50" in out and "x static" in out and "target" in out
+
+
+def test_words_in_most_documents_score_as_scattered_ones():
+    """A word in at least half the documents is added as one dense array (`_dense_weights`), a rarer
+    one scattered: the scores are those of a scatter for every word, bit for bit, before and after
+    retirements, with repeated query words and expanded (weighted) queries; and `top` keeps its order."""
+    rng = np.random.default_rng(5)
+    docs = [["common"] + list(rng.choice(WORDS[:8], size=int(rng.integers(0, 5)))) + (["third"] if j % 3 == 0 else [])
+            for j in range(60)]
+    index = BM25Index(docs)
+    for slot in (3, 10, 41):
+        index.remove(slot)
+    queries = (["common"], ["third", "fridge"], ["common", "common", "third"], {"common": 0.5, "milk": 1.0})
+    for q in queries:
+        dense = index.scores(q)
+        used = any(isinstance(k, tuple) and v is not None for k, v in index._weights[2].items())
+        assert used == ("common" in q)  # "common" is in every document, "third" in a third of them
+        index._weights = (index._changes, index._weights[1], {t: w for t, w in index._weights[2].items()
+                                                             if not isinstance(t, tuple)})
+        scattered = np.zeros(index.slots)
+        counts = q if isinstance(q, dict) else {t: q.count(t) for t in set(q)}
+        for word, mult in counts.items():
+            if word in index.vocab:
+                docs_, weight = index.term_weights(index.vocab[word])
+                scattered[docs_] += weight if mult == 1 else weight * float(mult)
+        assert dense.tolist() == scattered.tolist()
+    assert [s for s, _ in index.top(["common", "third"], 5)] == sorted(
+        range(index.slots), key=lambda j: (-index.scores(["common", "third"])[j], j))[:5]

@@ -33,9 +33,10 @@ class Guard:
     """ASGI middleware: bearer authentication, per-user authorisation, the raw body limit."""
 
     def __init__(self, app: Callable, *, auth: TokenAuth | None, max_body_bytes: int,
-                 body_timeout_s: float = BODY_TIMEOUT_S):
+                 body_timeout_s: float = BODY_TIMEOUT_S, hot: Any = None):
         self.app, self.auth, self.max_body_bytes = app, auth, max_body_bytes
         self.body_timeout_s = float(body_timeout_s)
+        self.hot = hot  # `hot_routes.HotRoutes`: searches and adds answered here, past FastAPI
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -75,6 +76,9 @@ class Guard:
         if deadline.cancelled_caught:
             return await _error(send, 408, f"request body not received within {self.body_timeout_s:g} s",
                                 [(b"connection", b"close")])
+        handler = self.hot.match(scope) if self.hot is not None else None
+        if handler is not None:
+            return await handler(scope, headers, bytes(body), send)
         replayed = False
 
         async def replay() -> dict:

@@ -18,6 +18,7 @@ import logging
 from typing import Any, Callable
 
 import anyio
+import orjson
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -29,6 +30,7 @@ from memarch._version import __version__
 from memarch.app.messages import as_messages, as_user
 from memarch.app.serve import schemas as s
 from memarch.app.serve.auth import TokenAuth
+from memarch.app.serve.hot_routes import HotRoutes, memory_threads, one_line, plain
 from memarch.app.serve.guard import BODY_TIMEOUT_S, TOKEN_KEY, Guard, refused_users, scope_refusal
 from memarch.errors import MemarchError, NotFoundError
 
@@ -39,10 +41,12 @@ _ERRORS = {code: {"model": s.Error} for code in (400, 401, 403, 404, 413, 422)}
 
 
 def create_app(memory: Any, *, auth: TokenAuth | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-               body_timeout_s: float = BODY_TIMEOUT_S) -> FastAPI:
-    """The ASGI app serving ``memory`` (a `memarch.Memory`). ``auth``: the accepted tokens (None:
+               body_timeout_s: float = BODY_TIMEOUT_S, hot: bool = True) -> Guard:
+    """The ASGI app serving ``memory`` (a `memarch.Memory`): FastAPI behind `Guard`. ``auth``: the accepted tokens (None:
     no authentication, for loopback only); ``max_body_bytes``: the largest request body (413 past it);
-    ``body_timeout_s``: the time a request has to send it after its headers (408 past it)."""
+    ``body_timeout_s``: the time a request has to send it after its headers (408 past it); ``hot``:
+    answer searches and adds past FastAPI's routing (`hot_routes`, the same answers; False: every
+    request through FastAPI)."""
     app = FastAPI(title="memarch", version=__version__, docs_url="/docs", openapi_url="/openapi.json",
                   description="The long-term memory of a compiled memarch program, per user: add "
                               "messages, search, context, get, history, update, delete. Errors are "
@@ -58,8 +62,10 @@ def create_app(memory: Any, *, auth: TokenAuth | None = None, max_body_bytes: in
         return _error(404 if isinstance(exc, NotFoundError) else 400, str(exc).replace(hide, "the memory"))
     app.add_exception_handler(MemarchError, refused)  # NotFoundError is one
     app.add_exception_handler(Exception, _bug)
-    app.add_middleware(Guard, auth=auth, max_body_bytes=max_body_bytes, body_timeout_s=body_timeout_s)
-    return app
+    # The guard wraps the whole app (outside FastAPI's own middleware): a refusal, a search and an
+    # add are answered before any of its layers run; ``guard.app`` is the FastAPI app.
+    return Guard(app, auth=auth, max_body_bytes=max_body_bytes, body_timeout_s=body_timeout_s,
+                 hot=HotRoutes(memory, hide, validation_line) if hot else None)
 
 
 def _health(memory: Any) -> APIRouter:
@@ -98,7 +104,7 @@ def _v1(memory: Any) -> APIRouter:
 
     @user.post("/memories", status_code=201, response_model=s.Items, summary="add messages (one session)")
     async def add(user_id: str, body: s.AddRequest) -> JSONResponse:
-        records = await run(memory.add, _plain(body.messages), user_id=user_id, timestamp=body.timestamp)
+        records = await run(memory.add, plain(body.messages), user_id=user_id, timestamp=body.timestamp)
         return _json({"items": [_record(r) for r in records]}, 201)
 
     @user.get("/memories", response_model=s.Page, summary="list the user's items, oldest first")
@@ -152,7 +158,7 @@ def _v1(memory: Any) -> APIRouter:
         refused = refused_users(request.scope.get(TOKEN_KEY), [x.user_id for x in body.sessions])
         if refused:
             raise HTTPException(403, f"this token may not act for user {refused[0]!r}")
-        sessions = [{"messages": _plain(x.messages), "user_id": x.user_id, "timestamp": x.timestamp}
+        sessions = [{"messages": plain(x.messages), "user_id": x.user_id, "timestamp": x.timestamp}
                     for x in body.sessions]
         for i, x in enumerate(sessions):  # all checked (and by the schema) before the first is written
             try:
@@ -173,7 +179,7 @@ def _v1(memory: Any) -> APIRouter:
 async def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """One `Memory` call on a worker thread (anyio's pool): the event loop keeps accepting and
     parsing requests meanwhile; `Memory`'s lock serialises the calls themselves."""
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=memory_threads())
 
 
 def _record(record: Any) -> dict:
@@ -181,21 +187,21 @@ def _record(record: Any) -> dict:
     return record.to_dict()
 
 
+class _Json(JSONResponse):
+    """Compact UTF-8 JSON by orjson: the bytes Starlette's JSONResponse writes, several times faster."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
 def _json(content: Any, status: int = 200) -> JSONResponse:
     """The response as is: the records are plain JSON already, so the route's ``response_model``
     documents them without validating them a second time."""
-    return JSONResponse(content, status_code=status)
-
-
-def _plain(messages: Any) -> Any:
-    """Validated messages back to what `Memory.add` takes (dicts, strings)."""
-    if isinstance(messages, list):
-        return [_plain(m) for m in messages]
-    return messages.model_dump(exclude_none=True) if isinstance(messages, s.Message) else messages
+    return _Json(content, status_code=status)
 
 
 def _error(status: int, message: Any, headers: dict | None = None) -> JSONResponse:
-    return JSONResponse({"error": " ".join(str(message).split()) or "error"}, status_code=status, headers=headers)
+    return _Json({"error": one_line(message)}, status_code=status, headers=headers)
 
 
 async def _http_error(_request: Request, exc: HTTPException) -> JSONResponse:

@@ -170,7 +170,7 @@ def test_a_scoped_token_acts_for_its_own_users(client, memory):
 def test_every_v1_route_is_behind_the_guard(client):
     """A route added later cannot escape the per-user check: it has the user in its path or checks
     the body's users itself (BODY_SCOPED); everything else is for unscoped tokens only."""
-    for route in client.app.routes:
+    for route in client.app.app.routes:  # the FastAPI app behind the guard
         path = getattr(route, "path", "")
         if path.startswith("/v1"):
             assert path.startswith("/v1/users/{user_id}") or path in BODY_SCOPED or path == "/v1/stats", path
