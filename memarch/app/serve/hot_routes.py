@@ -60,7 +60,7 @@ class HotRoutes:
         if request is None:
             return
         records = await self._call(send, self.memory.add, plain(request.messages), user_id=user_id,
-                                   timestamp=request.timestamp)
+                                   timestamp=request.timestamp, _write=True)
         if records is not None:
             await respond(send, 201, {"items": [r.to_dict() for r in records]})
 
@@ -103,10 +103,12 @@ class HotRoutes:
         await respond(send, 422, {"error": self.validation_line(errors)})
         return None
 
-    async def _call(self, send: Send, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any | None:
-        """``fn`` on a worker thread, as `http_api.run`; a MemarchError is the API's 400 / 404 (None)."""
+    async def _call(self, send: Send, fn: Callable[..., Any], *args: Any, _write: bool = False, **kwargs: Any) -> Any | None:
+        """``fn`` on a worker thread, as `http_api.run` (``_write``: `run_write`); a MemarchError is
+        the API's 400 / 404 (None)."""
         try:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=memory_threads())
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs),
+                                                  limiter=memory_threads(write=_write))
         except MemarchError as exc:
             await respond(send, 404 if isinstance(exc, NotFoundError) else 400,
                           {"error": one_line(str(exc).replace(self.hide, "the memory"))})
@@ -116,24 +118,25 @@ class HotRoutes:
         return None
 
 
-MEMORY_THREADS = 2  # `Memory` calls at once; the others wait in the event loop, not as threads
+READ_THREADS, WRITE_THREADS = 2, 1  # `Memory` calls at once; the others wait in the event loop
 
 
-_LIMITERS: dict[int, Any] = {}
+_LIMITERS: dict[tuple[int, bool], Any] = {}
 
 
-def memory_threads() -> Any:
-    """The worker threads `Memory` calls run on, at most `MEMORY_THREADS` at once (one limiter per
-    event loop). Its Python runs one thread at a time anyway (the GIL): four let a search go on
-    beside a write that waits on the database or the model, and 16 clients do not make 16 threads
-    take turns with the interpreter (measured: 6.0 ms of server CPU per request with anyio's 40
-    threads against ~3.8 ms with one client, at 100k items)."""
+def memory_threads(write: bool = False) -> Any:
+    """The worker threads `Memory` calls run on: at most `READ_THREADS` reads and `WRITE_THREADS`
+    writes at once (limiters per event loop). Its Python runs one thread at a time anyway (the GIL):
+    two readers let a search go on beside a write waiting on the database or the model, a write
+    never holds a reader's thread while it waits for another write, and 16 clients do not make 16
+    threads take turns with the interpreter (measured at 100k items: 6.0 ms of server CPU per
+    request with anyio's 40 threads, ~3.5 ms with two)."""
     import asyncio
 
-    key = id(asyncio.get_running_loop())
+    key = (id(asyncio.get_running_loop()), write)
     limiter = _LIMITERS.get(key)
     if limiter is None:
-        limiter = _LIMITERS[key] = anyio.CapacityLimiter(MEMORY_THREADS)
+        limiter = _LIMITERS[key] = anyio.CapacityLimiter(WRITE_THREADS if write else READ_THREADS)
     return limiter
 
 

@@ -104,7 +104,7 @@ def _v1(memory: Any) -> APIRouter:
 
     @user.post("/memories", status_code=201, response_model=s.Items, summary="add messages (one session)")
     async def add(user_id: str, body: s.AddRequest) -> JSONResponse:
-        records = await run(memory.add, plain(body.messages), user_id=user_id, timestamp=body.timestamp)
+        records = await run_write(memory.add, plain(body.messages), user_id=user_id, timestamp=body.timestamp)
         return _json({"items": [_record(r) for r in records]}, 201)
 
     @user.get("/memories", response_model=s.Page, summary="list the user's items, oldest first")
@@ -139,18 +139,18 @@ def _v1(memory: Any) -> APIRouter:
     @user.put("/memories/{item_id}", response_model=s.Items,
               summary="correct an item: re-encoded, the old one superseded (lineage kept)")
     async def update(user_id: str, item_id: str, body: s.UpdateRequest) -> JSONResponse:
-        records = await run(memory.update, item_id, body.text, user_id=user_id, timestamp=body.timestamp)
+        records = await run_write(memory.update, item_id, body.text, user_id=user_id, timestamp=body.timestamp)
         return _json({"items": [_record(r) for r in records]})
 
     user.patch("/memories/{item_id}", response_model=s.Items, summary="the same as PUT")(update)
 
     @user.delete("/memories/{item_id}", response_model=s.Deleted, summary="tombstone one item")
     async def delete_item(user_id: str, item_id: str) -> JSONResponse:
-        return _json({"deleted": await run(memory.delete, user_id=user_id, item_id=item_id)})
+        return _json({"deleted": await run_write(memory.delete, user_id=user_id, item_id=item_id)})
 
     @user.delete("", response_model=s.Deleted, summary="delete every item and message of the user, from disk")
     async def delete_user(user_id: str) -> JSONResponse:
-        return _json({"deleted": await run(memory.delete, user_id=user_id)})
+        return _json({"deleted": await run_write(memory.delete, user_id=user_id)})
 
     @router.post("/bulk", status_code=201, response_model=s.BulkResult, tags=["memories"],
                  summary="add many sessions, of one or several users, in one call")
@@ -165,7 +165,7 @@ def _v1(memory: Any) -> APIRouter:
                 as_messages(x["messages"])
             except MemarchError as exc:
                 raise MemarchError(f"sessions[{i}]: {exc}") from None
-        results = await run(memory.add_many, sessions)
+        results = await run_write(memory.add_many, sessions)
         return _json({"sessions": len(results), "items": [[_record(r) for r in kept] for kept in results]}, 201)
 
     @router.get("/stats", tags=["server"], summary="the memory's size: users, items by status, episodes")
@@ -177,9 +177,15 @@ def _v1(memory: Any) -> APIRouter:
 
 
 async def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """One `Memory` call on a worker thread (anyio's pool): the event loop keeps accepting and
-    parsing requests meanwhile; `Memory`'s lock serialises the calls themselves."""
+    """One `Memory` read on a worker thread (`memory_threads`): the event loop keeps accepting and
+    parsing requests meanwhile; `Memory`'s locks keep a user's reads from its writes."""
     return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=memory_threads())
+
+
+async def run_write(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """One `Memory` write, on the writers' own thread: writes go one at a time anyway, and waiting
+    ones never take the threads the searches run on."""
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=memory_threads(write=True))
 
 
 def _record(record: Any) -> dict:
