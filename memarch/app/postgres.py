@@ -77,6 +77,7 @@ class PostgresDB(StateSQL):
 
     PLACEHOLDER = "%s"
     ORDER = "n"
+    SEQ_INDEX = ""  # PostgreSQL's planner takes the seq index by itself
 
     def __init__(self, url: str):
         try:

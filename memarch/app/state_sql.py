@@ -19,6 +19,9 @@ class StateSQL:
 
     PLACEHOLDER = "?"  # the driver's parameter marker; statements below are written with "?"
     ORDER = "rowid"  # the column that orders items as they were first written (kept on update)
+    # SQLite, asked for the rows above a ``seq`` in rowid order, scanned the whole table in rowid
+    # order rather than sort the few rows the ``seq`` index finds: 47 ms at 100k items for one row
+    SEQ_INDEX = "INDEXED BY items_seq"
 
     conn: Any
     path: Any
@@ -77,8 +80,10 @@ class StateSQL:
                        [(ns, iid, seq, json.dumps(data, ensure_ascii=False, default=str)) for ns, iid, data in rows])
 
     def items(self, since: int = 0) -> list[dict]:
-        """Items changed after change ``since`` (all with 0), in first-written order."""
-        cur = self._run(f"SELECT data FROM items WHERE seq > ? ORDER BY {self.ORDER}", (since,))
+        """Items changed after change ``since`` (all with 0), in first-written order; found through
+        the ``seq`` index, so a catch-up reads the few changed rows, not the table."""
+        hint = self.SEQ_INDEX if since else ""
+        cur = self._run(f"SELECT data FROM items {hint} WHERE seq > ? ORDER BY {self.ORDER}", (since,))
         return [json.loads(data) for (data,) in cur]
 
     def find(self, item_id: str, namespace: str | None = None) -> list[dict]:
