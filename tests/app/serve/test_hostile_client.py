@@ -23,7 +23,6 @@ from memarch.app.messages import USER_ID_MAX, as_user
 from memarch.app.serve.http_api import create_app
 from memarch.app.serve.mcp_server import build_mcp
 from memarch.errors import MemarchError
-from memarch.pipeline.program import MemoryProgram
 
 from test_mcp import error, ok, run
 from test_serve_cli import free_port, serve, wait_healthy
@@ -32,15 +31,14 @@ ARCH = Architecture(("turn",), "hybrid", "hybrid", "lightweight")
 
 
 @pytest.fixture
-def program(tmp_path, hash_resources):
-    path = tmp_path / "program.json"
-    MemoryProgram(ARCH, resources=hash_resources).save(path, include_memory=False)
-    return path
+def program(program_file):
+    """``ARCH`` saved with the hash embedder (tests/app/conftest.py)."""
+    return program_file
 
 
 @pytest.fixture
-def memory(program, tmp_path):
-    with Memory.load(program, path=tmp_path / "mem") as m:
+def memory(program_file, tmp_path):
+    with Memory.load(program_file, path=tmp_path / "mem") as m:
         yield m
 
 
