@@ -317,6 +317,10 @@ class Memory:
         the new change number before they can see the commit as another process's."""
         with self._writer:
             self._dirty = False
+            # Catch up first, before the database's write lock: waiting for this process's searches
+            # to finish must not hold every other process's writes; inside the lock only what was
+            # committed meanwhile is left to apply (usually nothing).
+            self._catch_up()
             with ExitStack() as held:
                 try:
                     with self.db.write():
