@@ -226,3 +226,30 @@ def test_words_in_most_documents_score_as_scattered_ones():
         assert dense.tolist() == scattered.tolist()
     assert [s for s, _ in index.top(["common", "third"], 5)] == sorted(
         range(index.slots), key=lambda j: (-index.scores(["common", "third"])[j], j))[:5]
+
+
+def test_postings_grow_in_place_and_reads_between_writes_stay_exact():
+    """Postings are arrays with room to grow (issue 34: no lists made into arrays again after each
+    write). Reads interleaved with single and batched appends, past several doublings of a word's
+    room, and with retirements, score bit for bit as an index built at once over the live documents;
+    a read's arrays taken before a write keep their values."""
+    rng = np.random.default_rng(11)
+    docs = [["every"] + list(rng.choice(WORDS[:8], size=int(rng.integers(0, 4)))) for _ in range(200)]
+    index = BM25Index(docs[:3])
+    before = index.term_weights(index.vocab["every"])[0].copy()
+    held = index.term_weights(index.vocab["every"])[0]
+    at, removed = 3, set()
+    while at < len(docs):
+        step = 1 if rng.random() < 0.6 else int(rng.integers(2, 9))
+        index.add_many(docs[at:at + step])
+        at = min(at + step, len(docs))
+        if rng.random() < 0.1:
+            slot = int(rng.integers(0, at))
+            index.remove(slot)
+            removed.add(slot)
+        live = [j for j in range(at) if j not in removed]
+        fresh = BM25Index([docs[j] for j in live])
+        for q in (["every"], ["milk", "every"], WORDS[:8]):
+            assert index.scores(q)[live].tolist() == fresh.scores(q).tolist()
+    assert held.tolist() == before.tolist()  # an earlier read's view is untouched by later appends
+    assert index._count[index.vocab["every"]] == len(docs) <= len(index._post[index.vocab["every"]])

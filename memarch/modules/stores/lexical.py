@@ -99,11 +99,13 @@ class BM25Index:
                  epsilon: float = 0.25):
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self.vocab: dict[str, int] = {}
-        # Per term: the slots holding it and its frequency in each, as lists a write extends (one
-        # C call per term), and as arrays for scoring, made again only once the lists grew.
-        self._docs: list[list[int]] = []
-        self._tfs: list[list[float]] = []
-        self._arrays: list[tuple[int, np.ndarray, np.ndarray] | None] = []  # (postings, slots, tfs)
+        # Per term: the slots holding it and its frequency in each, in arrays with room to grow
+        # (doubled when full), their first ``_count[t]`` entries in use: a write appends in place,
+        # a read takes views (before, lists made into arrays again after every write: ~50 us for
+        # a word in 12,500 documents, on the first read after each add).
+        self._post: list[np.ndarray] = []  # int64 slots, ascending
+        self._ptf: list[np.ndarray] = []  # float64 frequencies
+        self._count: list[int] = []
         self._df = np.zeros(0, np.int64)  # per term: live documents holding it
         self._len = np.zeros(0, np.float64)  # per slot: document length (tokens)
         self._key = np.zeros(0, np.int64)  # per slot: tie-break rank (the caller's order)
@@ -156,15 +158,25 @@ class BM25Index:
             term_s, tf_s, slot_s = term[order], tf[order], slot[order]
             starts = np.r_[0, np.flatnonzero(np.diff(term_s)) + 1]
             ends = np.r_[starts[1:], len(term_s)]
-            slots, tfs, docs_of, tfs_of = slot_s.tolist(), tf_s.tolist(), self._docs, self._tfs
+            post, ptf, count = self._post, self._ptf, self._count
             for t, a, z in zip(term_s[starts].tolist(), starts.tolist(), ends.tolist()):
-                if t == len(docs_of):  # a new term (ids come in order): these are its postings
-                    docs_of.append(slots[a:z])
-                    tfs_of.append(tfs[a:z])
-                    self._arrays.append(None)
+                if t == len(count):  # a new term (ids come in order): these are its postings
+                    post.append(slot_s[a:z].copy())
+                    ptf.append(tf_s[a:z].copy())
+                    count.append(z - a)
+                    continue
+                c = count[t]
+                m = c + z - a
+                if m > len(post[t]):  # full: twice the room (or what this batch needs)
+                    room = max(m, 2 * len(post[t]))
+                    grown, grown_tf = np.empty(room, np.int64), np.empty(room, np.float64)
+                    grown[:c], grown_tf[:c] = post[t][:c], ptf[t][:c]
+                    post[t], ptf[t] = grown, grown_tf
+                if m == c + 1:
+                    post[t][c], ptf[t][c] = slot_s[a], tf_s[a]
                 else:
-                    docs_of[t].extend(slots[a:z])
-                    tfs_of[t].extend(tfs[a:z])
+                    post[t][c:m], ptf[t][c:m] = slot_s[a:z], tf_s[a:z]
+                count[t] = m
             if n > 64:
                 self._df[:len(vocab)] += np.bincount(term, minlength=len(vocab))
             else:  # a few documents: touch their terms only, not the whole vocabulary
@@ -181,11 +193,8 @@ class BM25Index:
 
     def _postings(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Term ``t``'s slots and frequencies as arrays (slots ascending)."""
-        got = self._arrays[t]
-        if got is None or got[0] != len(self._docs[t]):
-            got = self._arrays[t] = (len(self._docs[t]), np.array(self._docs[t], dtype=np.int64),
-                                     np.array(self._tfs[t], dtype=np.float64))
-        return got[1], got[2]
+        c = self._count[t]
+        return self._post[t][:c], self._ptf[t][:c]
 
     def add(self, tokens: Sequence[str]) -> int:
         """Append one document; its slot."""
