@@ -4,14 +4,13 @@ search them later, across restarts and from several processes (SQLite underneath
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from memarch.errors import DataError, MemarchError, NotFoundError
+from memarch.errors import MemarchError, NotFoundError
 from memarch.pipeline.episodes import Episode, Query
 from memarch.pipeline.items import MemoryItem
 from memarch.app.bulk import BATCH, Session, plan_batch, sessions_of
@@ -19,9 +18,9 @@ from memarch.app.correction import correct
 from memarch.app.database import open_database
 from memarch.app.locks import SharedLock, UserLocks
 from memarch.app.messages import Messages, as_messages, as_time, as_user, conversation_episode
-from memarch.app.program_file import build_program, read_program
+from memarch.app.program_file import build_program, claim, read_program
 from memarch.app.records import MemoryRecord
-from memarch.app.vectors import private_embedder
+from memarch.app.vectors import item_vectors, private_embedder
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.text_caches import forget_texts
 
@@ -75,7 +74,7 @@ class Memory:
                                              use_encoder_cache=False)
         self._vector_cache = self.resources.embedder.cache  # `MemoryVectors`: looked up only while loading items
         self.program, self._touched = build_program(data, self.resources, source)
-        self._claim(data)
+        claim(self.db, data, self._source, self.program.architecture)
         self._seen = (-1, -1)
         self._reload()
 
@@ -332,7 +331,7 @@ class Memory:
                         seq = self.db.bump()
                         rows = self._touched.rows(self.program.store)
                         self.db.upsert(rows, seq)
-                        self.db.put_vectors(self._vectors(rows))
+                        self.db.put_vectors(item_vectors(self.resources.embedder, rows))
                     self._seen = (seq, self._seen[1])
                 except BaseException:
                     held.close()
@@ -342,16 +341,6 @@ class Memory:
                             self._reload()
                     raise
         return kept
-
-    def _vectors(self, rows: list[tuple[str, str, dict]]) -> list[tuple[str, str, bytes]]:
-        """(user, key, vector) of the texts of the active items among ``rows``: what a restart or
-        another process needs to index them without the model (the memo has them: just embedded)."""
-        embedder = self.resources.embedder
-        active = [(ns, data["text"]) for ns, _, data in rows if data.get("status") == "active" and data.get("text")]
-        if not active or embedder is None:
-            return []
-        vectors = embedder.embed([text for _, text in active])
-        return [(ns, embedder.key(text), vec.astype("float32").tobytes()) for (ns, text), vec in zip(active, vectors)]
 
     def _catch_up(self, *, in_transaction: bool = False) -> None:
         """Apply what other processes committed since this one last looked: one counter read when
@@ -404,21 +393,3 @@ class Memory:
                 self.program.store.add([MemoryItem.from_dict(r) for r in rows])
         self._touched.clear()
         self._seen = (changes, purges)
-
-    def _claim(self, data: dict) -> None:
-        """The first program to use ``path`` owns it: items written by another architecture would
-        be read by the wrong retriever, so a different one is refused."""
-        want = json.loads(json.dumps({k: data.get(k) for k in ("architecture", "config", "embedder")}))
-        with self.db.write():
-            have = self.db.get_meta("program")
-            if have is None:
-                self.db.set_meta("program", want)
-        if have is not None and have != want:
-            from memarch.pipeline.architecture import Architecture
-
-            self.db.close()
-            raise DataError(f"{self.path}: holds the memory of {Architecture.from_dict(have['architecture']).key()}"
-                            f" (embedder {have.get('embedder')}), not of {self._source} "
-                            f"({self.program.architecture.key()}, embedder {want.get('embedder')}); "
-                            "use another path")
-

@@ -188,9 +188,12 @@ class PostgresDB(StateSQL):
         """`counters` outside a transaction: one statement on a pooled connection."""
         if getattr(self._local, "conn", None) is not None:
             return self.counters()
-        with self._connection() as conn:
-            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('changes', 'purges')").fetchall())
-        return int(rows.get("changes", 0)), int(rows.get("purges", 0))
+        with self._connection() as conn:  # autocommit: the statement alone, no transaction around it
+            self._local.conn = conn
+            try:
+                return self.counters()
+            finally:
+                self._local.conn = None
 
     def stats(self) -> dict[str, Any]:
         """Users, items by status, episodes, the change counter and the tables' bytes."""

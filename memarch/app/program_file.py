@@ -2,6 +2,7 @@
 with its store instrumented so that a write persists exactly the items it touched."""
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -118,3 +119,19 @@ class Touched:
                 raise MemarchError(f"store lost item {item_id!r} of {ns!r} during a write")
             out.append((ns, item_id, item.to_dict()))
         return out
+
+
+def claim(db: Any, data: dict, source: str, architecture: Architecture) -> None:
+    """The first program to use a memory's database ``db`` owns it: items written by another
+    architecture would be read by the wrong retriever, so a different one (``data``, the program
+    read from ``source``) is refused, and ``db`` closed."""
+    want = json.loads(json.dumps({k: data.get(k) for k in ("architecture", "config", "embedder")}))
+    with db.write():
+        have = db.get_meta("program")
+        if have is None:
+            db.set_meta("program", want)
+    if have is not None and have != want:
+        db.close()
+        raise DataError(f"{db.directory}: holds the memory of {Architecture.from_dict(have['architecture']).key()}"
+                        f" (embedder {have.get('embedder')}), not of {source} "
+                        f"({architecture.key()}, embedder {want.get('embedder')}); use another path")

@@ -48,3 +48,14 @@ def private_embedder(embedder: Embedder | None, db: Any) -> Embedder:
     dim = embedder.dim if embedder is not None and model == "hash" else 384
     batch = embedder.batch_size if embedder is not None else FORWARD_BATCH
     return Embedder(model, cache=MemoryVectors(db), memo_size=MEMO_SIZE, dim=dim, batch_size=batch)
+
+
+def item_vectors(embedder: Embedder | None, rows: list[tuple[str, str, dict]]) -> list[tuple[str, str, bytes]]:
+    """(user, key, vector bytes) of the texts of the active items among ``rows`` ((user, id, item
+    dict), as a write commits them): what a restart or another process needs to index them without
+    the model (the embedder's memo has them: just embedded)."""
+    active = [(ns, data["text"]) for ns, _, data in rows if data.get("status") == "active" and data.get("text")]
+    if not active or embedder is None:
+        return []
+    vectors = embedder.embed([text for _, text in active])
+    return [(ns, embedder.key(text), vec.astype("float32").tobytes()) for (ns, text), vec in zip(active, vectors)]

@@ -181,9 +181,10 @@ class Embedder:
                 memo.update(self._fetch(missing))
             return np.stack([memo[t] for t in texts]).astype(np.float32, copy=False)
         # A server's: threads share the bounded memo, touched under its lock; the model runs outside it.
+        distinct = dict.fromkeys(texts)
         with self._memo_lock:
-            have = {t: memo[t] for t in dict.fromkeys(texts) if t in memo}
-        missing = [t for t in dict.fromkeys(texts) if t not in have]
+            have = {t: memo[t] for t in distinct if t in memo}
+        missing = [t for t in distinct if t not in have]
         if missing:
             fresh = self._fetch(missing)
             have.update(fresh)

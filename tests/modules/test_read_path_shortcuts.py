@@ -178,7 +178,7 @@ def test_the_batch_bound_never_skips_an_earlier_item_that_reaches_the_threshold(
     float32): planted near-duplicates at, just above and just below the threshold included."""
     import numpy as np
 
-    from memarch.modules.managers._floor import _earlier_may_reach
+    from memarch.modules.managers._near_batch import earlier_may_reach as _earlier_may_reach
 
     rng = np.random.default_rng(11)
     checked = skipped = 0

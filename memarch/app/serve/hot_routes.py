@@ -104,11 +104,9 @@ class HotRoutes:
         return None
 
     async def _call(self, send: Send, fn: Callable[..., Any], *args: Any, _write: bool = False, **kwargs: Any) -> Any | None:
-        """``fn`` on a worker thread, as `http_api.run` (``_write``: `run_write`); a MemarchError is
-        the API's 400 / 404 (None)."""
+        """``fn`` on a worker thread (`on_memory_thread`); a MemarchError is the API's 400 / 404 (None)."""
         try:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs),
-                                                  limiter=memory_threads(write=_write))
+            return await on_memory_thread(_write, fn, *args, **kwargs)
         except MemarchError as exc:
             await respond(send, 404 if isinstance(exc, NotFoundError) else 400,
                           {"error": one_line(str(exc).replace(self.hide, "the memory"))})
@@ -138,6 +136,12 @@ def memory_threads(write: bool = False) -> Any:
     if limiter is None:
         limiter = _LIMITERS[key] = anyio.CapacityLimiter(WRITE_THREADS if write else READ_THREADS)
     return limiter
+
+
+async def on_memory_thread(write: bool, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, a `Memory` call, on one of `memory_threads` (the writers' when
+    ``write``): the event loop keeps accepting and parsing requests meanwhile."""
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=memory_threads(write=write))
 
 
 def _query_names(raw: bytes) -> list[tuple[str, str]]:

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Callable
+from typing import Any
 
-import anyio
 import orjson
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
@@ -30,7 +29,7 @@ from memarch._version import __version__
 from memarch.app.messages import as_messages, as_user
 from memarch.app.serve import schemas as s
 from memarch.app.serve.auth import TokenAuth
-from memarch.app.serve.hot_routes import HotRoutes, memory_threads, one_line, plain
+from memarch.app.serve.hot_routes import HotRoutes, on_memory_thread, one_line, plain
 from memarch.app.serve.guard import BODY_TIMEOUT_S, TOKEN_KEY, Guard, refused_users, scope_refusal
 from memarch.errors import MemarchError, NotFoundError
 
@@ -176,16 +175,11 @@ def _v1(memory: Any) -> APIRouter:
     return router
 
 
-async def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """One `Memory` read on a worker thread (`memory_threads`): the event loop keeps accepting and
-    parsing requests meanwhile; `Memory`'s locks keep a user's reads from its writes."""
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=memory_threads())
-
-
-async def run_write(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """One `Memory` write, on the writers' own thread: writes go one at a time anyway, and waiting
-    ones never take the threads the searches run on."""
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=memory_threads(write=True))
+# One `Memory` call on a worker thread: a read on a reader's (`Memory`'s locks keep a user's reads from
+# its writes), a write on the writers' own (writes go one at a time anyway, and waiting ones never take
+# the threads the searches run on).
+run = functools.partial(on_memory_thread, False)
+run_write = functools.partial(on_memory_thread, True)
 
 
 def _record(record: Any) -> dict:

@@ -18,6 +18,7 @@ from memarch.modules.managers._conflicts import (
     keys_compatible, newer_or_equal, opposite_outcomes, same_key, signature,
 )
 from memarch.modules.managers.base import Manager
+from memarch.modules.managers._near_batch import NEAR_K, BatchSearch, earlier_may_reach
 from memarch.modules.stores.activity import INACTIVE
 from memarch.modules.stores.base import Store
 from memarch.pipeline.episodes import Episode
@@ -146,10 +147,10 @@ class FloorManager(Manager):
         sigs: dict[str, MemoryItem] = {}  # this batch's admitted items, which win over stored ones
         # Every item's near-duplicate candidates in the store, in one batch: valid while the store
         # is unchanged (an item whose check comes after a write in this batch searches again).
-        near = _BatchSearch(store, ns, vecs, NEAR_K, min(dedup, self.conflict_threshold))
+        near = BatchSearch(store, ns, vecs, NEAR_K, min(dedup, self.conflict_threshold))
         # Whether any earlier item of the batch may reach the threshold: an item none may reach skips
         # its comparison with the admitted ones (a subset of those), which would find nothing.
-        reach = _earlier_may_reach(vecs, min(dedup, self.conflict_threshold))
+        reach = earlier_may_reach(vecs, min(dedup, self.conflict_threshold))
         self.begin_run()
         for j, (item, vec) in enumerate(zip(batch, vecs)):
             if self._same_id(item, store, ns, pending):
@@ -238,7 +239,7 @@ class FloorManager(Manager):
         ``found``: the store's `NEAR_K` nearest active items, when already searched."""
         threshold = min(dedup, self.conflict_threshold)
         if found is None:
-            found = store.search_many(vec[None, :], NEAR_K, ns, exclude=_inactive, min_score=threshold)[0]
+            found = store.search_many(vec[None, :], NEAR_K, ns, exclude=INACTIVE, min_score=threshold)[0]
         # Only candidates at or above the threshold can act: the others are skipped below anyway,
         # so they are dropped before the sort (which is stable: equal similarities keep their order).
         cands = [c for c in found if not c[1] < threshold]
@@ -387,45 +388,3 @@ def _last_touch(item: MemoryItem) -> int | None:
     if item.usage.last_used is not None and str(item.usage.last_used).isdigit():
         return int(item.usage.last_used)
     return _admitted_tick(item)
-
-
-NEAR_K = 8  # stored items a written item is compared with (its nearest active ones)
-
-
-def _earlier_may_reach(vecs: np.ndarray, threshold: float) -> list[bool]:
-    """Per row, whether some earlier row's cosine with it may reach ``threshold``: the best of one
-    product of the batch with itself, plus the rounding by which any float32 dot product of d terms
-    may differ from it (``4 d u |x| |y|``, u the unit roundoff). False means no earlier row reaches it
-    however its product is computed (as ``_near`` computes it)."""
-    n = len(vecs)
-    if n < 2:
-        return [False] * n
-    x = np.asarray(vecs, dtype=np.float32)
-    norms = np.linalg.norm(x.astype(np.float64), axis=1)
-    slack = 4.0 * x.shape[1] * float(np.finfo(np.float32).eps) * np.outer(norms, norms) + 1e-6
-    bound = (x @ x.T).astype(np.float64) + slack
-    bound[np.tril_indices(n)] = -np.inf  # bound[i, j]: row i earlier than row j
-    return (bound.max(axis=0) >= threshold).tolist()
-
-
-_inactive = INACTIVE  # `not item.active`, which a store's own index need not ask per hit
-
-
-class _BatchSearch:
-    """The store's `NEAR_K` nearest active items for each row of a written batch, searched in one
-    `Store.search_many` on first use; a row is served only while the namespace's version is the
-    one searched at (None after a write: the caller searches again)."""
-
-    def __init__(self, store: Store, ns: str, vecs: np.ndarray, k: int, min_score: float | None = None):
-        self.store, self.ns, self.vecs, self.k, self.min_score = store, ns, vecs, k, min_score
-        self.rows: list | None = None
-        self.version = -1
-
-    def row(self, j: int) -> list[tuple[MemoryItem, float]] | None:
-        if self.rows is None:
-            if len(self.vecs) < 2:
-                return None
-            self.version = self.store.version(self.ns)
-            self.rows = self.store.search_many(self.vecs, self.k, self.ns, exclude=_inactive,
-                                               min_score=self.min_score)
-        return self.rows[j] if self.store.version(self.ns) == self.version else None
