@@ -115,7 +115,7 @@ class ArchiveSampler(GuidedSampler):
             diagnosis, gradient = self.planner.gradient_for(parent, space, round_state, history.tried() | taken)
             made = self.planner.proposals_for(parent, history, space, round_state, front, diagnosis, gradient,
                                               k=1, taken=taken)
-            self.dropped.extend(getattr(self.planner.proposer, "dropped", []) or [])
+            self.dropped.extend(self.planner.proposer.dropped)
             decision = {"architecture": parent.architecture.key(), "trial": parent.number,
                         "objective": parent.score, "visits": archive.visits.get(parent.architecture.key(), 0),
                         "p": float(probs[i]), "diagnosis": diagnosis.to_dict(),
