@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memarch.benchmarks.evaluation.costs import lm_tokens
 from memarch.optimizers.samplers.base import report_of
 from memarch.optimizers.search.objectives import SINGLE, values_of
 from memarch.optimizers.search.pareto import objective_front
@@ -53,7 +54,7 @@ class CompileReport:
     curve: list[float]  # best-so-far search score per distinct evaluated architecture
     trials: int  # distinct evaluated architectures (the budget's unit)
     invalid_pruned: int
-    tokens: float
+    tokens: float  # LM tokens (in and out, every role) the search's evaluations spent
     wall_s: float
     program_path: str | None = None
     test_result: Any = None
@@ -95,7 +96,7 @@ class CompileReport:
             search_score=best.score if best else float("nan"), validation_score=finalists[pick.key()],
             test_score=None if test_result is None or test_failed else test_result.score, finalists=finalists,
             curve=history.best_so_far(), trials=len(history), invalid_pruned=len(search.invalid),
-            tokens=sum(sum(v for k, v in r.result.cost.items() if k.startswith("tokens")) for r in history.records),
+            tokens=sum(lm_tokens(r.result.cost) for r in history.records),
             wall_s=wall_s, program_path=program_path, test_result=test_result,
             extras={"strategy_artifacts": (report_of(sampler).rounds or [{}])[-1], "space": settings.space_mode},
             metric=best.result.metadata.get("metric", "") if best else "",
