@@ -18,6 +18,7 @@ from memarch.optimizers.samplers.guided.edits import describe
 from memarch.optimizers.search.pareto import pareto_front
 from memarch.optimizers.samplers.guided.sampler import GuidedSampler
 from memarch.optimizers.search.proposal import Proposal
+from memarch.pipeline.trial import TrialResult
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -173,8 +174,8 @@ class ArchiveSampler(GuidedSampler):
                                type(exc).__name__, exc)
                 self.no_memory_fallbacks += 1
                 return
-        if hasattr(value, "objective"):  # a TrialResult
-            if getattr(value, "failed", False):
+        if isinstance(value, TrialResult):  # what the no-memory agent's evaluation returns
+            if value.failed:
                 logger.warning("archive: the no-memory baseline failed (%s); gains are measured from 0", value.error)
                 self.no_memory_fallbacks += 1
                 return
