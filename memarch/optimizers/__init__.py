@@ -5,10 +5,11 @@ concerns they combine, each a folder of its own:
 - ``comparison/`` `compare`: strategies side by side over seeds (and their Pareto fronts);
 - ``compile/``    `MemarchOptimizer`, `SearchSettings`, `CompileReport`;
 - ``runoff.py``   the top architectures re-scored on validation, the pick;
-- ``samplers/``   every strategy as an Optuna sampler: by name, brute force, GP, guided, archive;
 - ``prompts/``    DSPy prompt optimisation of a program's LM modules;
 - ``finetune/``   the export of good memory decisions for fine-tuning;
 - ``tracking/``   MLflow: runs, run context, UI view, the pyfunc model, DSPy traces;
+- ``samplers/``   every strategy as an Optuna sampler (`MemarchSampler`): by name, brute force, GP,
+                  guided, archive;
 - ``search/``     the Optuna search: parameter space, study, trial function, history, stop rules,
                   the study's objectives, selection and the Pareto front;
 - ``evaluators/`` `Evaluator`, the contract an architecture is scored through, and its kinds;

@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memarch.benchmarks.evaluation.costs import lm_tokens
+from memarch.optimizers.samplers.base import report_of
 from memarch.optimizers.search.objectives import SINGLE, values_of
 from memarch.optimizers.search.pareto import objective_front
 from memarch.pipeline.architecture import Architecture
@@ -52,7 +54,7 @@ class CompileReport:
     curve: list[float]  # best-so-far search score per distinct evaluated architecture
     trials: int  # distinct evaluated architectures (the budget's unit)
     invalid_pruned: int
-    tokens: float
+    tokens: float  # LM tokens (in and out, every role) the search's evaluations spent
     wall_s: float
     program_path: str | None = None
     test_result: Any = None
@@ -94,9 +96,9 @@ class CompileReport:
             search_score=best.score if best else float("nan"), validation_score=finalists[pick.key()],
             test_score=None if test_result is None or test_failed else test_result.score, finalists=finalists,
             curve=history.best_so_far(), trials=len(history), invalid_pruned=len(search.invalid),
-            tokens=sum(sum(v for k, v in r.result.cost.items() if k.startswith("tokens")) for r in history.records),
+            tokens=sum(lm_tokens(r.result.cost) for r in history.records),
             wall_s=wall_s, program_path=program_path, test_result=test_result,
-            extras={"strategy_artifacts": (getattr(sampler, "rounds", None) or [{}])[-1], "space": settings.space_mode},
+            extras={"strategy_artifacts": (report_of(sampler).rounds or [{}])[-1], "space": settings.space_mode},
             metric=best.result.metadata.get("metric", "") if best else "",
             warm_start=list(warm_start), counts=run_counts(search, history, sampler),
             evaluated=[r.architecture.key() for r in history.records], objectives=objectives,
@@ -165,8 +167,7 @@ def run_counts(search: "Search", history: "History", sampler: Any) -> dict[str, 
     if history.partial:  # pruned trials: what they cost, in hundredths of a full evaluation
         counts["pruned_in_study"] = len(history.partial)
         counts["pruned_cost_pct"] = round(100 * sum(r.fidelity for r in history.partial))
-    if hasattr(sampler, "stats"):
-        counts.update(sampler.stats())
+    counts.update(report_of(sampler).stats())
     return counts
 
 

@@ -18,6 +18,7 @@ from memarch.optimizers.search.runner import Search, StudyStopped
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.optimizers.pruners import check_pruner, instance_of, make_pruner
 from memarch.optimizers.search.history import fidelity_of
+from memarch.optimizers.samplers.base import report_of
 from memarch.optimizers.samplers.strategies import check_strategy, make_sampler
 from memarch.optimizers.search.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace, Violation
@@ -162,8 +163,7 @@ class Replay:
         counts = dict(search.stats())
         if snap is not None:
             counts["snapped"] = snap.snapped
-        if hasattr(sampler, "stats"):
-            counts.update(sampler.stats())
+        counts.update(report_of(sampler).stats())
         return ReplayRun(strategy=spec, seed=seed, keys=keys, pick=pick.key(), pick_validation=val[pick.key()],
                          pick_test=float(self.table.test[self.landscape.index(pick)]),
                          trials_to_top=self.table.first_top(keys), curve=history.best_so_far(),

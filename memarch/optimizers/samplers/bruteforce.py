@@ -7,7 +7,9 @@ from memarch.optimizers.search.optuna_internals import whole_study
 import random
 from typing import TYPE_CHECKING, Any
 
-from optuna.samplers import BaseSampler, RandomSampler
+from optuna.samplers import RandomSampler
+
+from memarch.optimizers.samplers.base import MemarchSampler
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from memarch.optimizers.search.param_space import ParamSpace
 
 
-class BruteForceSampler(BaseSampler):
+class BruteForceSampler(MemarchSampler):
     """Enumerate the valid space in a seeded order, skipping what the study already holds.
 
     Example::

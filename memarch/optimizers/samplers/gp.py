@@ -10,8 +10,10 @@ from typing import Any
 import optuna
 from optuna.distributions import BaseDistribution
 
+from memarch.optimizers.samplers.base import MemarchSampler
 
-class GPBaseline(optuna.samplers.GPSampler):
+
+class GPBaseline(optuna.samplers.GPSampler, MemarchSampler):
     """`GPSampler` whose repeated proposals go to its random fallback sampler, counted.
 
     Example::

@@ -250,10 +250,11 @@ class _TrialLogger:
     def __call__(self, study: Any, trial: Any) -> None:
         from optuna.trial import TrialState
 
+        from memarch.optimizers.samplers.base import report_of
         from memarch.optimizers.search.history import ARCH_ATTR, REPEAT_ATTR, RESULT_ATTR, expand, proposal_attr
 
-        sampler = study.sampler
-        rounds = getattr(sampler, "rounds", None) or []
+        sampler = report_of(study.sampler)
+        rounds = sampler.rounds
         for i in range(self.rounds_logged, len(rounds)):
             self.tracker.log_round(i, rounds[i])
         self.rounds_logged = len(rounds)
@@ -263,7 +264,7 @@ class _TrialLogger:
         elif trial.state == TrialState.COMPLETE and RESULT_ATTR in attrs:
             self.counts["trials_evaluated"] += 1
             arch = Architecture.from_dict(attrs[ARCH_ATTR])
-            round_ = sampler.round_of(trial.number) if hasattr(sampler, "round_of") else None
+            round_ = sampler.round_of(trial.number)
             self.tracker.log_trial(trial.number, arch, expand(arch, attrs[RESULT_ATTR]),
                                    {"role": proposal_attr(trial, "role"), "edit": proposal_attr(trial, "edit"),
                                     "parent": proposal_attr(trial, "parent")},
@@ -275,8 +276,7 @@ class _TrialLogger:
             key = Architecture.from_dict(attrs[ARCH_ATTR]).key() if ARCH_ATTR in attrs else "?"
             self.tracker.log_failed(trial.number, key, str(attrs.get("error", "unknown error")))
         counts = dict(self.counts)
-        if hasattr(sampler, "stats"):
-            counts.update({f"sampler_{k}": v for k, v in sampler.stats().items()})
+        counts.update({f"sampler_{k}": v for k, v in sampler.stats().items()})
         self.tracker.log_counts(trial.number, counts)
 
 

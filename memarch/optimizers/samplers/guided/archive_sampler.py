@@ -18,6 +18,7 @@ from memarch.optimizers.samplers.guided.edits import describe
 from memarch.optimizers.search.pareto import pareto_front
 from memarch.optimizers.samplers.guided.sampler import GuidedSampler
 from memarch.optimizers.search.proposal import Proposal
+from memarch.pipeline.trial import TrialResult
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -115,7 +116,7 @@ class ArchiveSampler(GuidedSampler):
             diagnosis, gradient = self.planner.gradient_for(parent, space, round_state, history.tried() | taken)
             made = self.planner.proposals_for(parent, history, space, round_state, front, diagnosis, gradient,
                                               k=1, taken=taken)
-            self.dropped.extend(getattr(self.planner.proposer, "dropped", []) or [])
+            self.dropped.extend(self.planner.proposer.dropped)
             decision = {"architecture": parent.architecture.key(), "trial": parent.number,
                         "objective": parent.score, "visits": archive.visits.get(parent.architecture.key(), 0),
                         "p": float(probs[i]), "diagnosis": diagnosis.to_dict(),
@@ -173,8 +174,8 @@ class ArchiveSampler(GuidedSampler):
                                type(exc).__name__, exc)
                 self.no_memory_fallbacks += 1
                 return
-        if hasattr(value, "objective"):  # a TrialResult
-            if getattr(value, "failed", False):
+        if isinstance(value, TrialResult):  # what the no-memory agent's evaluation returns
+            if value.failed:
                 logger.warning("archive: the no-memory baseline failed (%s); gains are measured from 0", value.error)
                 self.no_memory_fallbacks += 1
                 return

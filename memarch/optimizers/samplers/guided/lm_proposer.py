@@ -9,7 +9,8 @@ from typing import Any
 import dspy
 
 from memarch.optimizers.samplers.guided.edits import describe
-from memarch.optimizers.samplers.guided.proposer import AttributionProposer, ProposalContext
+from memarch.optimizers.samplers.guided.proposer import AttributionProposer
+from memarch.optimizers.samplers.guided.proposer_base import ProposalContext, Proposer
 from memarch.optimizers.search.proposal import Proposal
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.space import RULES
@@ -17,7 +18,7 @@ from memarch.pipeline.space import RULES
 logger = logging.getLogger(__name__)
 
 
-class LMProposer(dspy.Module):
+class LMProposer(dspy.Module, Proposer):
     """The proposer LM: typed Signature, one corrective retry, validation and repair, then the
     attribution proposer for whatever is still missing (logged)."""
 

@@ -16,7 +16,8 @@ from memarch.optimizers.samplers.guided.observations import Observations
 from memarch.optimizers.search.pareto import objective_front, pareto_front
 from memarch.optimizers.samplers.guided.lm_proposer import LMProposer
 from memarch.optimizers.samplers.guided.numeric import numeric_proposals
-from memarch.optimizers.samplers.guided.proposer import AttributionProposer, ProposalContext
+from memarch.optimizers.samplers.guided.proposer import AttributionProposer
+from memarch.optimizers.samplers.guided.proposer_base import ProposalContext, Proposer
 from memarch.optimizers.search.objectives import SINGLE, values_of
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class RoundPlanner:
         self.k = k
         self.alpha = alpha
         self.diagnoser = Diagnoser(meta_lm)
-        self.proposer = LMProposer(meta_lm) if meta_lm is not None else AttributionProposer()
+        self.proposer: Proposer = LMProposer(meta_lm) if meta_lm is not None else AttributionProposer()
         self._last: dict[str, Any] = {}
         self.rounds = 0
 
@@ -137,7 +138,7 @@ class RoundPlanner:
     def fallback_counts(self) -> tuple[int, int]:
         """The diagnoser's and the proposer's used-fallback counters now (a retry that succeeded
         is not a fallback)."""
-        return self.diagnoser.fallbacks, getattr(self.proposer, "fallbacks", 0)
+        return self.diagnoser.fallbacks, self.proposer.fallbacks
 
     def fallbacks_since(self, before: tuple[int, int]) -> dict[str, int]:
         now = self.fallback_counts()

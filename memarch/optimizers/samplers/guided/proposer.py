@@ -1,81 +1,20 @@
 """The guided search's proposer without an LM. `AttributionProposer`: edit the module with the most
 attributed failures towards its best-supported untried alternative, with explore/exploit roles.
-(`ProposalContext` is what every proposer reads in a round; the LM proposer is in lm_proposer.py.)"""
+(`Proposer` and `ProposalContext`, what every proposer reads in a round, are in proposer_base.py;
+the LM proposer is in lm_proposer.py.)"""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
 
-from memarch.benchmarks.evaluation.diagnosis import Diagnosis
-from memarch.optimizers.samplers.guided.edits import Edit, candidate_edits, describe, with_choice
-from memarch.optimizers.samplers.guided.gradient import TextualGradient
-from memarch.optimizers.samplers.guided.ledger import Ledger
-from memarch.optimizers.samplers.guided.observations import Observations
-from memarch.optimizers.search.history import History, TrialRecord
+from memarch.optimizers.samplers.guided.edits import Edit, describe, with_choice
+from memarch.optimizers.samplers.guided.proposer_base import ProposalContext, Proposer
 from memarch.optimizers.search.proposal import Proposal
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.space import ArchitectureSpace
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class ProposalContext:
-    """Everything a proposer reads in one round."""
-
-    space: ArchitectureSpace
-    history: History
-    champion: TrialRecord
-    leader: TrialRecord  # best raw objective (may not have beaten the champion significantly)
-    diagnosis: Diagnosis
-    gradient: TextualGradient
-    observations: Observations
-    ledger: Ledger
-    front: list[TrialRecord]
-    taken: set[str] = dataclass_field(default_factory=set)  # running or queued in the study (other workers)
-
-    def tried(self) -> set[str]:
-        if "_tried" not in self.__dict__:
-            self.__dict__["_tried"] = self.history.tried() | self.taken
-        return self.__dict__["_tried"]
-
-    def encoder_set_count(self, encoders: set[str]) -> int:
-        """How many evaluated architectures have exactly this set of encoders (memoised)."""
-        if "_encoder_sets" not in self.__dict__:
-            counts: dict[frozenset[str], int] = {}
-            for r in self.history.records:
-                key = frozenset(r.architecture.encode)
-                counts[key] = counts.get(key, 0) + 1
-            self.__dict__["_encoder_sets"] = counts
-        return self.__dict__["_encoder_sets"].get(frozenset(encoders), 0)
-
-    def matters(self, field: str) -> bool:
-        """Evidence that a module changes outcomes: failures the diagnosis attributes to it, an edit of
-        it that moved an outcome, or (encoders) a presence that moves the mean objective."""
-        if self.diagnosis.histogram.get(field, 0) > 0 or field in self.ledger.moved_fields():
-            return True
-        if field == "encode":
-            return any(abs(self.observations.encoder_effect(e)) > 1e-9 for e in self.space.encoders)
-        return False
-
-    def edits(self, base: Architecture, field: str) -> list[Edit]:
-        """Every valid one-step edit of ``field`` from ``base``, best supported first (memoised for
-        the round: the observations do not change within it)."""
-        memo = self.__dict__.setdefault("_edits", {})
-        key = (base.key(), field)
-        if key not in memo:
-            memo[key] = candidate_edits(self.space, base, field, self.observations)
-        return memo[key]
-
-    def untried_edits(self, base: Architecture, field: str, taken: set[str]) -> list[Edit]:
-        tried, dead = self.tried(), self.ledger.dead_ends()
-        return [e for e in self.edits(base, field)
-                if e.architecture.key() not in tried and e.architecture.key() not in taken
-                and e.text not in dead]
-
-
-class AttributionProposer:
+class AttributionProposer(Proposer):
     """Deterministic, LM-free proposals.
 
     Roles: ``exploit`` edits the leader towards the best-supported untried choice of the modules
@@ -84,7 +23,8 @@ class AttributionProposer:
     combination is untried (it takes the explore slot of that round); ``explore`` takes the
     least-observed choice around the leader (for encoders also leave-one-out ablations), modules
     with evidence that they matter first, and restarts from the Pareto front when every neighbour
-    is tried. Modules shown inert are never edited.
+    is tried. Modules shown inert are never edited. It never drops, falls back or repairs: its
+    counts are the `Proposer` defaults.
 
     Example::
 

@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 
 from memarch.errors import MemarchError
 from memarch.optimizers.search import optuna_internals
+from memarch.optimizers.samplers.base import MemarchSampler
 from memarch.optimizers.search.champion import ALPHA
 from memarch.optimizers.samplers.guided.planner import RoundPlanner
 from memarch.optimizers.search.history import PROPOSAL_PREFIX, History, HistoryCache
@@ -41,7 +42,7 @@ def check_direction(study: "Study", sampler: str = "GuidedSampler") -> None:
                            f"1 - loss)")
 
 
-class GuidedSampler(BaseSampler):
+class GuidedSampler(MemarchSampler):
     """Diagnosis-guided proposals of whole architectures (AutoMem) for any Optuna study.
 
     Each round reads the study's completed trials — the objective stores each trial's per-query
@@ -160,7 +161,7 @@ class GuidedSampler(BaseSampler):
         round_ = self.planner.artifacts()
         round_["round"] = len(self.rounds)
         round_["after_trials"] = len(history)
-        round_["dropped_lm"] = list(getattr(self.planner.proposer, "dropped", []) or [])
+        round_["dropped_lm"] = list(self.planner.proposer.dropped)
         self.dropped.extend(round_["dropped_lm"])
         self.rounds.append(round_)
         self._queue = list(proposals)
@@ -198,7 +199,6 @@ class GuidedSampler(BaseSampler):
         proposer = self.planner.proposer
         return {"rounds": len(self.rounds), "dropped_proposals": len(self.dropped),
                 "fallback_trials": self.fallback_trials, "unrecorded_trials": self.unrecorded_trials,
-                "lm_proposals_repaired": getattr(proposer, "repaired", 0),
-                "lm_repair_failures": getattr(proposer, "repair_failures", 0),
+                "lm_proposals_repaired": proposer.repaired, "lm_repair_failures": proposer.repair_failures,
                 "diagnoser_lm_fallbacks": sum(r.get("lm_fallbacks", {}).get("diagnoser", 0) for r in self.rounds),
                 "proposer_lm_fallbacks": sum(r.get("lm_fallbacks", {}).get("proposer", 0) for r in self.rounds)}

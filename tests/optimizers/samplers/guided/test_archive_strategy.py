@@ -4,6 +4,7 @@ parent -> child lineage on the trials, in MLflow and in the rounds; it runs in c
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import optuna
@@ -128,6 +129,29 @@ def test_archive_and_visits_persist_across_resume(space, tmp_path):
     assert sum(a["visits"] for a in first_round) == _children(first)
     tags = {k.split(":")[1] for k in _round_records(resumed)}
     assert tags == {first.tag, second.tag}
+
+
+@pytest.mark.parametrize("failed", [False, True])
+def test_a_no_memory_result_is_read_without_its_deprecated_name(space, failed):
+    """The no-memory callable may return a `TrialResult`: its score is kept (a failed one counts as
+    a fallback, gains from 0) without touching the deprecated ``TrialResult.objective``, whose
+    warning used to fire on every such study."""
+    def no_memory():
+        result = SyntheticMetric(n_queries=30)(None, "search")
+        result.failed = failed
+        return result
+
+    study = open_study("no-memory", make_storage(None), make_sampler("archive", ParamSpace(space)),
+                       space=ParamSpace(space).describe())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sampler = _run(study, space, 5, no_memory=no_memory)
+    assert not [str(w.message) for w in caught if "objective" in str(w.message)]
+    assert sampler.stats()["no_memory_evaluations"] == 1
+    assert sampler.stats()["no_memory_fallbacks"] == int(failed)
+    assert (NO_MEMORY_ATTR in study.user_attrs) == (not failed)
+    if not failed:
+        assert study.user_attrs[NO_MEMORY_ATTR]["value"] == pytest.approx(no_memory().score)
 
 
 def test_two_workers_share_one_archive(tmp_path):
