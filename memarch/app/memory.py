@@ -128,7 +128,8 @@ class Memory:
         for start in range(0, len(todo), batch):
             chunk = todo[start:start + batch]
 
-            def body(tx: Transaction, chunk: list[Session] = chunk, done: int = start + len(chunk)) -> list:
+            def body(tx: Transaction, chunk: list[Session] = chunk,
+                     done: int = start + len(chunk)) -> list[list[MemoryItem]]:
                 kept = tx.write(chunk)
                 if resume_key is not None:  # atomically with the batch
                     tx.db.set_meta(resume_key, resume_from + done)
