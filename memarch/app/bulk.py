@@ -1,5 +1,6 @@
-"""Bulk writes for `Memory.add_many`: the sessions an app passes, checked and normalised before
-anything is written, and a batch's encoding with every embedding computed in one call."""
+"""What a `Memory` write takes: `Session`s (an `add` is a batch of one; `add_many`'s sessions are
+checked and normalised before anything is written), and a batch's encoding with every embedding
+computed in one call (`Transaction.write`)."""
 from __future__ import annotations
 
 import datetime as dt

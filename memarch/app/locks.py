@@ -6,7 +6,11 @@ add instead of queueing behind it.
   rebuilding the program after a user's deletion or a failed write);
 - `UserLocks`: one lock per user (a fixed set of stripes, so any number of users costs the same
   memory): a search of user A waits only for a write to A;
-- writes still go one at a time (the database allows one writer), under their own mutex.
+- writes go one at a time (the database allows one writer), under `Memory`'s writer mutex.
+
+A write takes them in one order: the writer mutex, the database's write lock (SQLite: an flock and
+``BEGIN IMMEDIATE``; PostgreSQL: an advisory lock), `SharedLock.shared`, then its users' locks; a
+search takes `SharedLock.shared` and its user's lock, never the writer's.
 """
 from __future__ import annotations
 

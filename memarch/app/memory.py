@@ -8,25 +8,27 @@ import logging
 import threading
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from memarch.errors import MemarchError, NotFoundError
 from memarch.pipeline.episodes import Episode, Query
 from memarch.pipeline.items import MemoryItem
-from memarch.app.bulk import BATCH, Session, plan_batch, sessions_of
+from memarch.app.bulk import BATCH, Session, sessions_of
 from memarch.app.correction import correct
 from memarch.app.database import open_database
 from memarch.app.locks import SharedLock, UserLocks
-from memarch.app.messages import Messages, as_messages, as_time, as_user, conversation_episode
+from memarch.app.messages import Messages, as_messages, as_time, as_user
 from memarch.app.program_file import build_program, claim, read_program
 from memarch.app.records import MemoryRecord
-from memarch.app.vectors import item_vectors, private_embedder
+from memarch.app.transaction import Transaction
+from memarch.app.vectors import private_embedder
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.text_caches import forget_texts
 
 __all__ = ["Memory", "MemoryRecord"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class _AlreadyGone(Exception):
@@ -53,9 +55,15 @@ class Memory:
             process (or a restart) that loads the same program on the same path shares it.
         resources: embedder and LM (default: the program's embedder, no LM).
 
-    Every add is one transaction under the write lock (an flock, then SQLite's): the writer first
-    applies what other processes committed, so the manager curates against the whole memory and
-    nothing is lost. A search first applies committed changes (one counter read when there are none).
+    Locking (app/locks.py): a search holds the program shared (`SharedLock`) and its user's lock
+    (`UserLocks`, 64 stripes), so it runs beside writes of other users. A write takes this process's
+    one writer turn, then the database's write lock (an flock and SQLite's ``BEGIN IMMEDIATE``, or
+    PostgreSQL's advisory lock: one writer across processes), then the program shared and the locks
+    of the users it writes; its body gets the `Transaction` and everything it changed commits at
+    once. Applying other processes' commits, or rebuilding after a user's deletion, holds the
+    program exclusively. A write first applies what other processes committed, so the manager
+    curates against the whole memory and nothing is lost; a search first applies committed changes
+    (one counter read when there are none).
     """
 
     def __init__(self, program: Any, path: str | Path, *, resources: Resources | None = None):
@@ -73,7 +81,7 @@ class Memory:
         self.resources = dataclasses.replace(resources, embedder=private_embedder(resources.embedder, self.db),
                                              use_encoder_cache=False)
         self._vector_cache = self.resources.embedder.cache  # `MemoryVectors`: looked up only while loading items
-        self.program, self._touched = build_program(data, self.resources, source)
+        self.program = build_program(data, self.resources, source)
         claim(self.db, data, self._source, self.program.architecture)
         self._seen = (-1, -1)
         self._reload()
@@ -93,14 +101,12 @@ class Memory:
             raise MemarchError(f"{self._source}: an experience-family program (encoders "
                                f"{', '.join(self.program.architecture.encode)}) reads agent steps, not "
                                "messages; use add_episode")
-        return self._write(ns, when.isoformat(),
-                           lambda n: conversation_episode(said, episode_id=f"e{n}", namespace=ns, when=when))
+        return self._write([Session(user_id=ns, messages=said, when=when)])[0]
 
     def add_episode(self, episode: Episode, *, user_id: str | None = None) -> list[MemoryRecord]:
         """Write any `Episode` (an agent trajectory for experience programs) for ``user_id``."""
         ns = as_user(user_id if user_id is not None else episode.namespace)
-        return self._write(ns, episode.time, lambda n: dataclasses.replace(
-            episode, id=episode.id or f"e{n}", namespace=ns))
+        return self._write([Session(user_id=ns, episode=episode)])[0]
 
     def add_many(self, sessions: Iterable[Any], *, user_id: str = "default", batch: int = BATCH,
                  on_progress: Callable[[int], None] | None = None, resume_key: str | None = None,
@@ -120,8 +126,16 @@ class Memory:
         todo = sessions_of(sessions, user_id, conversation=self.program.family != "experience")
         out: list[list[MemoryRecord]] = []
         for start in range(0, len(todo), batch):
-            mark = None if resume_key is None else (resume_key, resume_from + start + len(todo[start:start + batch]))
-            out += self._write_batch(todo[start:start + batch], mark=mark)
+            chunk = todo[start:start + batch]
+
+            def body(tx: Transaction, chunk: list[Session] = chunk,
+                     done: int = start + len(chunk)) -> list[list[MemoryItem]]:
+                kept = tx.write(chunk)
+                if resume_key is not None:  # atomically with the batch
+                    tx.db.set_meta(resume_key, resume_from + done)
+                return kept
+            kept = self._transaction(body, [s.user_id for s in chunk])
+            out += [[MemoryRecord.of(it) for it in items] for items in kept]
             if on_progress is not None:
                 on_progress(len(out))
         return out
@@ -141,7 +155,7 @@ class Memory:
         if not isinstance(text, str) or not text.strip():
             raise MemarchError(f"text: expected a non-empty string, got {text!r}")
         when = as_time(timestamp)
-        kept = self._transaction(lambda: correct(self, item_id, ns, text, when), [ns])
+        kept = self._transaction(lambda tx: correct(tx, item_id, ns, text, when), [ns])
         return [MemoryRecord.of(it) for it in kept]
 
     def search(self, query: str, *, user_id: str = "default", limit: int | None = None) -> list[MemoryRecord]:
@@ -197,20 +211,19 @@ class Memory:
         from disk. Returns items affected."""
         ns = as_user(user_id)
         if item_id is not None:
-            def tombstone() -> list[MemoryItem]:
-                store = self.program.store
+            def tombstone(tx: Transaction) -> None:
+                store = tx.program.store
                 if store.get(item_id, ns) is None:
                     if store.get(item_id, ns, include_deleted=True) is not None:
                         raise _AlreadyGone  # idempotent: deleting it again changes nothing
                     raise NotFoundError(f"no memory item {item_id!r} of user {user_id!r}")
                 store.delete(item_id, ns, reason="deleted by the app", actor="app")
-                return []
             try:
                 self._transaction(tombstone, [ns])
             except _AlreadyGone:
                 return 0
             return 1
-        with self._writer:
+        with self._writer:  # no body to run through the program: it is rebuilt without the user
             with self.db.write():
                 removed, episodes = self.db.purge(ns)
                 self.db.bump(purge=True)
@@ -260,103 +273,57 @@ class Memory:
         with self._rw.shared(), self._users.held([ns]):
             return result(self.program.read(Query(text=query, namespace=ns), top_k=limit))
 
-    def _write(self, ns: str, time: str | None, make: Callable[[int], Episode]) -> list[MemoryRecord]:
-        """One episode in one transaction (``make(n)`` builds it with its number ``n``)."""
-        kept = self._transaction(lambda: self._write_episode(ns, time, make), [ns])
-        return [MemoryRecord.of(it) for it in kept]
+    def _write(self, sessions: list[Session]) -> list[list[MemoryRecord]]:
+        """``sessions`` (one or a batch) in one transaction: each session's kept items."""
+        kept = self._transaction(lambda tx: tx.write(sessions), [s.user_id for s in sessions])
+        return [[MemoryRecord.of(it) for it in items] for items in kept]
 
     def import_progress(self, key: str) -> int:
         """Sessions committed so far by an `add_many` with ``resume_key=key`` (0 if none)."""
         with self.db.read():
             return int(self.db.get_meta(key) or 0)
 
-    def _write_batch(self, batch: list[Session], *, mark: tuple[str, int] | None = None) -> list[list[MemoryRecord]]:
-        """Several sessions in one transaction, each written as `add` would, their embeddings first;
-        ``mark``: (key, value) recorded in the same transaction."""
-        out: list[list[MemoryItem]] = []
-
-        def body() -> list[MemoryItem]:
-            written = {u: self.db.episode_count(u) for u in dict.fromkeys(s.user_id for s in batch)}  # before it
-            episodes = [self._episode_of(s) for s in batch]
-            for (n, episode), items in zip(episodes, plan_batch(self.program, [e for _, e in episodes])):
-                ns = episode.namespace
-                out.append(self._write_episode(ns, episode.time, lambda _n: episode, n=n, items=items,
-                                               written=written[ns]))
-                written[ns] += 1
-            if mark is not None:
-                self.db.set_meta(*mark)
-            return [it for kept in out for it in kept]
-        self._transaction(body, [s.user_id for s in batch])
-        return [[MemoryRecord.of(it) for it in kept] for kept in out]
-
-    def _episode_of(self, session: Session) -> tuple[int, Episode]:
-        n = self.db.new_episode(session.user_id, session.time)
-        if session.episode is not None:
-            ep = session.episode
-            return n, dataclasses.replace(ep, id=ep.id or f"e{n}", namespace=session.user_id)
-        return n, conversation_episode(session.messages, episode_id=f"e{n}", namespace=session.user_id,
-                                       when=session.when)
-
-    def _write_episode(self, ns: str, time: str | None, make: Callable[[int], Episode], *,
-                       n: int | None = None, items: list[MemoryItem] | None = None,
-                       written: int | None = None) -> list[MemoryItem]:
-        """Inside a transaction: number the episode, write it through the program, keep its messages.
-        ``written``: the user's episodes before this one (default: as the database counts them)."""
-        n = self.db.new_episode(ns, time) if n is None else n
-        episode = make(n)
-        self.program.episodes_written[ns] = self.db.episode_count(ns) - 1 if written is None else written
-        self._dirty = True
-        kept = self.program.write(episode, items=items)
-        self.db.save_episode(n, episode.to_dict())
-        return kept
-
-    def _transaction(self, body: Callable[[], list[MemoryItem]], users: list[str]) -> list[MemoryItem]:
-        """``body`` (a write of ``users``) in one database transaction, after catching up; commits
-        every item it touched. Searches of other users go on meanwhile; this process's view moves to
-        the new change number before they can see the commit as another process's."""
+    def _transaction(self, body: Callable[[Transaction], T], users: list[str]) -> T:
+        """``body(tx)``, a write of ``users``, in one database transaction after catching up; `tx`
+        (`Transaction`) commits every item it touched. Locks, in this order: this process's writer
+        turn, the database's write lock, the program shared and the locks of ``users`` (searches of
+        other users go on meanwhile). This process's view moves to the new change number before its
+        searches can see the commit as another process's."""
         with self._writer:
-            self._dirty = False
             # Catch up first, before the database's write lock: waiting for this process's searches
             # to finish must not hold every other process's writes; inside the lock only what was
             # committed meanwhile is left to apply (usually nothing).
             self._catch_up()
+            tx: Transaction | None = None
             with ExitStack() as held:
                 try:
                     with self.db.write():
-                        self._catch_up(in_transaction=True)
+                        if self._behind(self.db.counters()):  # the write's own snapshot: the latest commit
+                            with self._rw.exclusive():
+                                self._apply()
                         held.enter_context(self._rw.shared())
                         held.enter_context(self._users.held(users))
-                        self._touched.clear()
-                        kept = body()
-                        seq = self.db.bump()
-                        rows = self._touched.rows(self.program.store)
-                        self.db.upsert(rows, seq)
-                        self.db.put_vectors(item_vectors(self.resources.embedder, rows))
+                        tx = Transaction(self.db, self.program)
+                        out = body(tx)
+                        seq = tx.commit()
                     self._seen = (seq, self._seen[1])
                 except BaseException:
                     held.close()
-                    if self._dirty or self._touched.keys:
+                    if tx is not None and tx.changed:
                         # The program may hold changes the rollback undid: rebuild it from what is committed.
                         with self._rw.exclusive():
                             self._reload()
                     raise
-        return kept
+        return out
 
-    def _catch_up(self, *, in_transaction: bool = False) -> None:
-        """Apply what other processes committed since this one last looked: one counter read when
-        nothing changed; else, alone (no search or write of this process runs meanwhile), the rows
-        changed since, or the whole program rebuilt after a user's deletion. Called holding no lock
-        but, in a write, the writer's (whose transaction sees the latest commit)."""
-        if in_transaction:
-            if not self._behind(self.db.counters()):
-                return
-            with self._rw.exclusive():
+    def _catch_up(self) -> None:
+        """Outside any transaction: apply what other processes committed since this one last looked
+        (one counter read when nothing changed); else, alone (no search or write of this process runs
+        meanwhile), in a snapshot taken after the wait. Holds no lock when called but, in a write,
+        the writer turn."""
+        if self._behind(self.db.peek_counters()):
+            with self._rw.exclusive(), self.db.read():
                 self._apply()
-            return
-        if not self._behind(self.db.peek_counters()):
-            return
-        with self._rw.exclusive(), self.db.read():  # a snapshot taken now, after the wait
-            self._apply()
 
     def _behind(self, counters: tuple[int, int]) -> bool:
         """Whether ``counters`` (changes, purges) as read are ahead of this process's view (a read
@@ -366,30 +333,38 @@ class Memory:
         return purges != seen_purges or changes > seen_changes
 
     def _apply(self) -> None:
-        """Inside a read or the write, alone: bring the program up to the database's counters."""
+        """Inside a read or the write, alone: bring the program up to the database's counters (the
+        rows changed since, or the whole program rebuilt after a user's deletion)."""
         changes, purges = self.db.counters()
         if purges != self._seen[1]:
-            self._reload(in_transaction=True)
+            self._rebuild()
         elif changes > self._seen[0]:
             rows = self.db.items(since=self._seen[0])
-            with self._vector_cache.loading():
-                self.program.store.add([MemoryItem.from_dict(r) for r in rows])
+            self._load(rows)
             self._seen = (changes, purges)
 
-    def _reload(self, *, in_transaction: bool = False) -> None:
-        """A fresh program holding every committed item, in the order they were first written."""
-        if not in_transaction:
-            with self.db.read():
-                return self._reload(in_transaction=True)
+    def _reload(self) -> None:
+        """In a snapshot of its own: `_rebuild`."""
+        with self.db.read():
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Inside a read or the write: a fresh program holding every committed item, in the order
+        they were first written."""
         changes, purges = self.db.counters()
         rows = self.db.items(since=0)
         if self._seen != (-1, -1):  # the first load already built one
             if purges != self._seen[1]:  # a user was deleted (here or by another process): no text
                 self.resources.embedder.forget()  # of theirs stays in this process's memos
                 forget_texts()
-            self.program, self._touched = build_program(self._data, self.resources, self._source)
+            self.program = build_program(self._data, self.resources, self._source)
+        self._load(rows)
+        self._seen = (changes, purges)
+
+    def _load(self, rows: list[dict]) -> None:
+        """Committed item rows into the program's store (vectors from the database, not the model);
+        drained from its change log: they are committed already."""
         if rows:
             with self._vector_cache.loading():
                 self.program.store.add([MemoryItem.from_dict(r) for r in rows])
-        self._touched.clear()
-        self._seen = (changes, purges)
+        self.program.store.log_changes().drain()

@@ -1,5 +1,5 @@
 """The program behind a `Memory`: read from a saved program or a bare architecture file, built
-with its store instrumented so that a write persists exactly the items it touched."""
+with its store's change log on, so that a write persists exactly the items it touched."""
 from __future__ import annotations
 
 import json
@@ -64,61 +64,14 @@ def _resources_for(embedder: Any) -> Resources:
     return Resources(embedder=Embedder(str(embedder)), use_encoder_cache=False)
 
 
-def build_program(data: dict, resources: Resources, source: str):
-    """A fresh `MemoryProgram` from ``data`` and the `Touched` record of its store."""
+def build_program(data: dict, resources: Resources, source: str) -> Any:
+    """A fresh `MemoryProgram` from ``data``, its store logging its changes (`Store.log_changes`):
+    a write commits exactly the items it touched."""
     from memarch.pipeline.program import MemoryProgram
 
     program = MemoryProgram.from_dict(data, resources=resources, source=source)
-    return program, Touched(program.store)
-
-
-class Touched:
-    """The (namespace, id) of every item a store's ``add`` / ``update`` / ``delete`` was called
-    with since `clear`: what a write changed, so that only those rows are written to disk.
-
-    Example::
-
-        touched = Touched(program.store)
-        program.write(episode)
-        rows = touched.rows(program.store)    # [(namespace, id, item dict)]
-
-    Args:
-        store: the store to watch; its three write methods are wrapped on the instance.
-
-    Managers change items in place and then call ``update`` (or ``add`` / ``delete``), the
-    store contract every module keeps, so these three calls see every change.
-    """
-
-    def __init__(self, store: Any):
-        self.keys: dict[tuple[str, str], None] = {}
-        add, update, delete = store.add, store.update, store.delete
-
-        def watched_add(items, vectors=None):
-            items = list(items)
-            self.keys.update(((it.namespace, it.id), None) for it in items)
-            return add(items, vectors)
-
-        def watched_update(item):
-            self.keys[(item.namespace, item.id)] = None
-            return update(item)
-
-        def watched_delete(item_id, namespace="default", **kwargs):
-            self.keys[(namespace, item_id)] = None
-            return delete(item_id, namespace, **kwargs)
-
-        store.add, store.update, store.delete = watched_add, watched_update, watched_delete
-
-    def clear(self) -> None:
-        self.keys = {}
-
-    def rows(self, store: Any) -> list[tuple[str, str, dict]]:
-        out = []
-        for ns, item_id in self.keys:
-            item = store.get(item_id, ns, include_deleted=True)
-            if item is None:  # stores tombstone, never forget: a missing item is a bug to see
-                raise MemarchError(f"store lost item {item_id!r} of {ns!r} during a write")
-            out.append((ns, item_id, item.to_dict()))
-        return out
+    program.store.log_changes()
+    return program
 
 
 def claim(db: Any, data: dict, source: str, architecture: Architecture) -> None:

@@ -188,6 +188,22 @@ def test_a_failed_write_leaves_memory_as_committed(program_file, tmp_path, monke
         assert conn.execute("SELECT count(*) FROM episodes").fetchone()[0] == 1
 
 
+def test_a_write_commits_the_rows_its_stores_change_log_names(program_file, tmp_path):
+    """No write method of the store is replaced on the instance: a write drains the store's change
+    log into rows, and a handle that catches up on another's commit logs nothing to write back."""
+    writer = Memory.load(program_file, path=tmp_path / "mem")
+    reader = Memory.load(program_file, path=tmp_path / "mem")
+    assert not {"add", "update", "delete"} & set(vars(writer.program.store))
+    writer.add("I moved to Lisbon in May.", user_id="ana", timestamp="2026-05-01")
+    writer.add("My sister Rita plays the cello.", user_id="bob", timestamp="2026-05-02")
+    assert not writer.program.store.log_changes()  # drained by the commit
+    with sqlite3.connect(tmp_path / "mem" / "memory.db") as conn:
+        seq = dict(conn.execute("SELECT namespace, max(seq) FROM items GROUP BY namespace").fetchall())
+    assert seq == {"ana": 1, "bob": 2}  # bob's write rewrote no row of ana's
+    assert "cello" in reader.search("cello", user_id="bob", limit=1)[0].text
+    assert not reader.program.store.log_changes()  # what it caught up on is committed already
+
+
 def test_the_readme_example_runs(program_file, monkeypatch):
     text = README.read_text(encoding="utf-8")
     section = text.split("## Use the compiled memory in your app", 1)[1].split("\n## ", 1)[0]

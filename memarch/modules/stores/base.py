@@ -13,6 +13,7 @@ import dspy
 import numpy as np
 
 from memarch.errors import DataError
+from memarch.modules.stores._change_log import ChangeLog
 from memarch.modules.stores._dense_rows import DenseRows
 from memarch.modules.stores._journal import ChangeJournal
 from memarch.modules.stores._record_digests import RecordDigests
@@ -75,6 +76,9 @@ class Store(dspy.Module):
     # A store is never called as a module (it has no `forward`), so its attributes skip dspy.Module's
     # Python-level `__getattribute__` (a check of direct `forward` calls): millions of lookups a trial.
     __getattribute__ = object.__getattribute__
+    # What the writes since the last drain touched, for an owner that persists them (`log_changes`);
+    # None (the class default) for every other store, whose writes then pay one ``is None`` each.
+    _change_log: ChangeLog | None = None
 
     def __init__(self, resources: Resources | None = None, **config: Any):
         super().__init__()
@@ -111,7 +115,10 @@ class Store(dspy.Module):
         """A new version of ``namespace``; ``touched``: the items the write added, replaced,
         updated or removed (none for a change no item cache depends on, like a graph edge)."""
         self._versions[namespace] = self._versions.get(namespace, 0) + 1
-        self._journal.record(namespace, self._versions[namespace], list(touched))
+        ids = list(touched)
+        self._journal.record(namespace, self._versions[namespace], ids)
+        if self._change_log is not None and ids:
+            self._change_log.record(namespace, ids)
 
     def version(self, namespace: str = "default") -> int:
         """Changes whenever the namespace changes; retrievers key their caches on it."""
@@ -177,7 +184,18 @@ class Store(dspy.Module):
             item.log("superseded_by" if status == "superseded" else status, actor, reason, related, at)
             self._index_remove(namespace, [item_id])
             self._bump(namespace, [item_id])
+        elif self._change_log is not None:  # a caller may have made it inactive in place: still a change
+            self._change_log.record(namespace, [item_id])
         return item
+
+    # -- change log ------------------------------------------------------------------------------
+    def log_changes(self) -> ChangeLog:
+        """The store's `ChangeLog`, started on the first call: from then on it holds the (namespace,
+        id) of every item that `add`, `update` or `delete` is called with until its owner drains it
+        (a `Memory` writes those rows to its database). Off by default: a trial's store logs nothing."""
+        if self._change_log is None:
+            self._change_log = ChangeLog()
+        return self._change_log
 
     def get(self, item_id: str, namespace: str = "default", *, include_deleted: bool = False) -> MemoryItem | None:
         item = self._records.get(namespace, {}).get(item_id)
