@@ -1,25 +1,28 @@
-"""`AsyncMemory`: `Memory` for asyncio apps (and the servers) — every method a coroutine that
-runs the sync call on a bounded pool of worker threads, so the event loop never blocks on SQLite,
-the embedder or the retriever.
+"""`AsyncMemory`: `Memory` for asyncio apps — every method a coroutine that runs the sync call
+under the servers' thread policy (`memarch.app.threads.MemoryThreads`: reads on reader threads,
+writes on a writer thread of their own), so the event loop never blocks on SQLite, the embedder or
+the retriever.
 
-How it runs, honestly: this is not a native async engine. One `Memory` serialises its calls with
-one lock (the program's store and indexes are shared state), so calls from many tasks run one at
-a time on the workers, in the order they get the lock; what the pool buys is an event loop that
-stays free. Concurrency across processes is `Memory`'s (SQLite WAL, one writer at a time)."""
+How it runs, honestly: this is not a native async engine. One `Memory` lets a search of one user
+run beside a write of another and takes one write at a time (its locks, app/locks.py); what the
+threads buy is an event loop that stays free. Concurrency across processes is `Memory`'s (SQLite
+WAL, one writer at a time)."""
 from __future__ import annotations
 
 import asyncio
 import functools
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from memarch.errors import MemarchError
 from memarch.app.memory import Memory
+from memarch.app.threads import MemoryThreads
 
-# The sync methods AsyncMemory exposes as coroutines, with the same arguments.
+# The sync methods AsyncMemory exposes as coroutines, with the same arguments; the writes run on
+# the writer thread.
 METHODS = ("add", "add_episode", "add_many", "update", "search", "context", "get", "get_all", "history",
            "source", "delete", "count", "stats")
+WRITES = frozenset({"add", "add_episode", "add_many", "update", "delete"})
 
 
 class AsyncMemory:
@@ -35,21 +38,20 @@ class AsyncMemory:
 
     Args:
         memory: the `Memory` to run (``AsyncMemory.open`` loads one without blocking the loop).
-        workers: threads that run the calls (default 4). Calls beyond ``max_pending`` waiting for a
-            worker make the caller wait (back-pressure), so a burst of tasks cannot queue without bound.
-        max_pending: calls admitted at once (default 256).
+        workers: threads that run the reads (default 4); the writes run on one more thread of
+            their own (`Memory` takes one write at a time anyway).
+        max_pending: calls admitted at once (default 256); the callers beyond it wait
+            (back-pressure), so a burst of tasks cannot queue without bound.
     """
 
     def __init__(self, memory: Memory, *, workers: int = 4, max_pending: int = 256):
         if not isinstance(memory, Memory):
             raise MemarchError(f"memory: expected a memarch.Memory, got {type(memory).__name__} "
                                "(AsyncMemory.open(program, path) loads one)")
-        for name, value in (("workers", workers), ("max_pending", max_pending)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise MemarchError(f"{name}: expected a positive integer, got {value!r}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise MemarchError(f"workers: expected a positive integer, got {workers!r}")
         self.memory = memory
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memarch-memory")
-        self._admit = asyncio.Semaphore(max_pending)
+        self.threads = MemoryThreads(readers=workers, writers=1, max_pending=max_pending)
         self._closed = False
 
     @classmethod
@@ -62,16 +64,15 @@ class AsyncMemory:
     async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if self._closed:
             raise MemarchError("AsyncMemory is closed")
-        async with self._admit:
-            call = functools.partial(getattr(self.memory, name), *args, **kwargs)
-            return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+        run = self.threads.write if name in WRITES else self.threads.read
+        return await run(getattr(self.memory, name), *args, **kwargs)
 
     async def aclose(self) -> None:
         """Wait for the calls in flight, then close the database."""
         if self._closed:
             return
         self._closed = True
-        await asyncio.to_thread(self._pool.shutdown, wait=True)
+        await asyncio.to_thread(self.threads.close)
         self.memory.close()
 
     async def __aenter__(self) -> "AsyncMemory":

@@ -61,9 +61,9 @@ def _slow_add_gap(program_file, path, pool: Executor | None = None) -> tuple[obj
     (``pool``: what runs the calls instead of AsyncMemory's own worker threads)."""
     async def scenario():
         memory = await AsyncMemory.open(program_file, path, workers=2)
-        if pool is not None:
-            memory._pool.shutdown()
-            memory._pool = pool
+        if pool is not None:  # both of its thread pools (the add runs on the writer's)
+            memory.threads.close()
+            memory.threads._read = memory.threads._write = pool
         real_add = memory.memory.add
 
         def slow_add(*args, **kwargs):

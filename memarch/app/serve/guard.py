@@ -11,13 +11,14 @@ the headers (408 past it), and handed on to the app.
 ``/health``, ``/docs`` and ``/openapi.json`` are open."""
 from __future__ import annotations
 
-import json
 import re
 
 import anyio
 from typing import Any, Awaitable, Callable
 
 from memarch.app.serve.auth import Token, TokenAuth
+from memarch.app.serve.checks import token_refusal
+from memarch.app.serve.errors import Refusal, send_refusal
 
 BODY_TIMEOUT_S = 30.0  # a request's whole body, from its headers (408 past it)
 TOKEN_KEY = "memarch.token"  # where the authenticated token is left in the ASGI scope
@@ -49,17 +50,16 @@ class Guard:
                 token = self.auth.authenticate(headers.get("authorization"))
                 if token is None:
                     why = "missing bearer token" if "authorization" not in headers else "invalid bearer token"
-                    return await _error(send, 401, f"{why} (Authorization: Bearer TOKEN)",
-                                        [(b"www-authenticate", b'Bearer realm="memarch"')])
+                    return await send_refusal(send, Refusal(401, f"{why} (Authorization: Bearer TOKEN)",
+                                                            [(b"www-authenticate", b'Bearer realm="memarch"')]))
                 refusal = scope_refusal(token, path)
                 if refusal:
-                    return await _error(send, 403, refusal)
+                    return await send_refusal(send, Refusal(403, refusal))
         scope[TOKEN_KEY] = token
         declared = headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
-            return await _error(send, 413 if declared.isdigit() else 400,
-                                f"request body over the limit of {self.max_body_bytes} bytes"
-                                if declared.isdigit() else "malformed Content-Length")
+            return await send_refusal(send, self._too_big() if declared.isdigit()
+                                      else Refusal(400, "malformed Content-Length"))
         body = bytearray()
         # The whole body within `body_timeout_s` of its headers: a Content-Length that promises more
         # than is sent, or a body trickled a byte at a time, cannot hold a connection forever.
@@ -70,12 +70,12 @@ class Guard:
                     return
                 body += message.get("body", b"")
                 if len(body) > self.max_body_bytes:
-                    return await _error(send, 413, f"request body over the limit of {self.max_body_bytes} bytes")
+                    return await send_refusal(send, self._too_big())
                 if not message.get("more_body", False):
                     break
         if deadline.cancelled_caught:
-            return await _error(send, 408, f"request body not received within {self.body_timeout_s:g} s",
-                                [(b"connection", b"close")])
+            return await send_refusal(send, Refusal(408, f"request body not received within {self.body_timeout_s:g} s",
+                                                    [(b"connection", b"close")]))
         handler = self.hot.match(scope) if self.hot is not None else None
         if handler is not None:
             return await handler(scope, headers, bytes(body), send)
@@ -90,6 +90,9 @@ class Guard:
 
         await self.app(scope, replay, send)
 
+    def _too_big(self) -> Refusal:
+        return Refusal(413, f"request body over the limit of {self.max_body_bytes} bytes")
+
 
 def scope_refusal(token: Token | None, path: str) -> str | None:
     """Why ``token`` may not use ``path`` (None: it may). Unscoped tokens may use every route."""
@@ -97,17 +100,10 @@ def scope_refusal(token: Token | None, path: str) -> str | None:
         return None
     m = _USER_PATH.match(path)
     if m:
-        return None if token.allows(m.group(1)) else f"this token may not act for user {m.group(1)!r}"
+        return token_refusal(token, m.group(1))
     if path in BODY_SCOPED:
         return None
     return "this token is scoped to some users; this route needs an unscoped token"
-
-
-def refused_users(token: Token | None, users: list[str]) -> list[str]:
-    """The user ids of ``users`` that ``token`` may not act for (none without a token)."""
-    if token is None:
-        return []
-    return sorted({u for u in users if not token.allows(u)})
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -115,11 +111,3 @@ def _headers(scope: Scope) -> dict[str, str]:
     for k, v in scope.get("headers", []):
         out.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
     return out
-
-
-async def _error(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] = ()) -> None:
-    body = json.dumps({"error": message}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *extra]})
-    await send({"type": "http.response.body", "body": body})

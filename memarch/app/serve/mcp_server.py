@@ -2,11 +2,13 @@
 ``update_memory``, ``delete_memory``) an agent attaches over stdio or streamable HTTP, built on the
 official ``mcp`` SDK's `MCPServer`.
 
-Tools are sync functions: the SDK runs each call on a worker thread (``anyio.to_thread``), so a
-slow add never blocks the event loop, and `Memory` is thread-safe. Inputs are typed (pydantic, unknown
-arguments refused); results are structured (`Item` = the `MemoryRecord` fields); a `MemarchError`
-(bad input, a missing item, another user on a pinned server or outside the bearer token's users)
-becomes a tool error carrying its one-line message, and the server keeps answering. docs/mcp.md.
+An adapter over the serving core (core.py), as the HTTP API is: each tool's `Memory` call runs
+under the core's thread policy (reads on the reader threads, writes on the writer's), so a slow add
+never blocks the event loop; the user is checked by the one token check (checks.py), and what the
+call raises is mapped as the API maps it (errors.py). Inputs are typed (pydantic, unknown arguments
+refused); results are structured (`Item` = the `MemoryRecord` fields); a `MemarchError` (bad input,
+a missing item, another user on a pinned server or outside the bearer token's users) becomes a tool
+error carrying its one-line message, and the server keeps answering. docs/mcp.md.
 """
 # No ``from __future__ import annotations``: the SDK reads the tools' signatures with eval_str.
 import asyncio
@@ -33,6 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from memarch.app.memory import Memory
 from memarch.app.messages import USER_ID_MAX, USER_ID_PATTERN, as_user
 from memarch.app.serve.auth import TokenAuth
+from memarch.app.serve.checks import token_refusal
+from memarch.app.serve.core import ServingCore
+from memarch.app.serve.errors import Refusal, send_refusal
 from memarch.errors import MemarchError
 
 log = logging.getLogger(__name__)
@@ -120,14 +125,15 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
     if user_id is not None:
         as_user(user_id)  # the one user-id rule
     instructions = INSTRUCTIONS + (f" This server serves only user {user_id!r}." if user_id else "")
-    hide = str(memory.path)  # the server's directory is none of the client's business
+    core = ServingCore(memory)
 
-    def call(fn, *args, **kwargs):
-        """Run a `Memory` call; its one-line error becomes the tool's error (without the server's path)."""
+    async def call(run, fn, *args, **kwargs):
+        """A `Memory` call on the core's threads (``run``: `core.read` or `core.write`); what it
+        raises becomes the tool's error, the one line the HTTP API would answer."""
         try:
-            return fn(*args, **kwargs)
-        except MemarchError as exc:
-            raise ToolError(str(exc).replace(hide, "the memory")) from None
+            return await run(fn, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - every failure is a tool error; the server goes on
+            raise ToolError(core.refusal(exc, f"MCP {getattr(fn, '__name__', 'call')}").message) from None
 
     def whose(asked: str, ctx: Context) -> str:
         """``asked`` if this call may act for that user; refused before `Memory` is touched."""
@@ -138,16 +144,17 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
             token = auth.authenticate(request.headers.get("authorization") if request is not None else None)
             if token is None:
                 raise ToolError("missing or wrong bearer token")
-            if not token.allows(asked):
-                raise ToolError(f"this token may not act for user {asked!r}")
+            refusal = token_refusal(token, asked)
+            if refusal:
+                raise ToolError(refusal)
         return asked
 
-    def add_memory(*, text: Annotated[Text | None, Field(
-                       description="One message from the user; give this or messages.")] = None,
-                   messages: Annotated[list[Message] | None, Field(
-                       description="A conversation session, oldest first; give this or text.",
-                       min_length=1, max_length=MAX_MESSAGES)] = None,
-                   user_id: UserId, timestamp: Timestamp = None, ctx: Context) -> Items:
+    async def add_memory(*, text: Annotated[Text | None, Field(
+                             description="One message from the user; give this or messages.")] = None,
+                         messages: Annotated[list[Message] | None, Field(
+                             description="A conversation session, oldest first; give this or text.",
+                             min_length=1, max_length=MAX_MESSAGES)] = None,
+                         user_id: UserId, timestamp: Timestamp = None, ctx: Context) -> Items:
         """Save something worth remembering about a user: one message (text) or a conversation
         session (messages, [{role, content}]). The compiled program decides what to keep (a repeat
         is merged into the existing item). Returns the items written, with their ids. Use it for
@@ -155,37 +162,39 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
         if (text is None) == (messages is None):
             raise ToolError("give exactly one of text or messages")
         said: Any = text if messages is None else [m.model_dump(exclude_none=True) for m in messages]
-        kept = call(memory.add, said, user_id=whose(user_id, ctx), timestamp=timestamp)
+        kept = await call(core.write, memory.add, said, user_id=whose(user_id, ctx), timestamp=timestamp)
         return Items(items=[Item.of(r) for r in kept])
 
-    def search_memory(query: Annotated[Text, Field(description="What to look for, in plain words.")], *,
-                      user_id: UserId, limit: Annotated[int | None, Field(
-                          description=f"At most this many items (1-{MAX_LIMIT}; default: the program's top_k).",
-                          ge=1, le=MAX_LIMIT)] = None, ctx: Context) -> Items:
+    async def search_memory(query: Annotated[Text, Field(description="What to look for, in plain words.")], *,
+                            user_id: UserId, limit: Annotated[int | None, Field(
+                                description=f"At most this many items (1-{MAX_LIMIT}; default: the program's top_k).",
+                                ge=1, le=MAX_LIMIT)] = None, ctx: Context) -> Items:
         """Find a user's memories relevant to a query (what they said, did, prefer), best first with
         scores. Use it before answering anything about the user's past. Returns active items only
         (not superseded or deleted ones); an empty list when nothing is stored."""
-        return Items(items=[Item.of(r) for r in call(memory.search, query, user_id=whose(user_id, ctx), limit=limit)])
+        found = await call(core.read, memory.search, query, user_id=whose(user_id, ctx), limit=limit)
+        return Items(items=[Item.of(r) for r in found])
 
-    def get_memory(item_id: ItemId, *, user_id: UserId, ctx: Context) -> Item:
+    async def get_memory(item_id: ItemId, *, user_id: UserId, ctx: Context) -> Item:
         """One memory item by id, also a superseded or deleted one, with its full lineage (what
         was created, merged, updated or deleted, and when). Use it to check an item's history."""
-        return Item.of(call(memory.get, item_id, user_id=whose(user_id, ctx)))
+        return Item.of(await call(core.read, memory.get, item_id, user_id=whose(user_id, ctx)))
 
-    def update_memory(item_id: ItemId, text: Annotated[Text, Field(description="The corrected text.")], *,
-                      user_id: UserId, timestamp: Timestamp = None, ctx: Context) -> Updated:
+    async def update_memory(item_id: ItemId, text: Annotated[Text, Field(description="The corrected text.")], *,
+                            user_id: UserId, timestamp: Timestamp = None, ctx: Context) -> Updated:
         """Correct a wrong or outdated memory: the new text is written through the program and the
         old item is superseded (it leaves search; its text stays in get_memory's history). Returns
         the new items. Use it when the user corrects a fact; use add_memory for a new fact."""
-        new = call(memory.update, item_id, text, user_id=whose(user_id, ctx), timestamp=timestamp)
+        new = await call(core.write, memory.update, item_id, text, user_id=whose(user_id, ctx), timestamp=timestamp)
         return Updated(updated=item_id, items=[Item.of(r) for r in new])
 
-    def delete_memory(item_id: ItemId, *, user_id: UserId, ctx: Context) -> Deleted:
+    async def delete_memory(item_id: ItemId, *, user_id: UserId, ctx: Context) -> Deleted:
         """Delete one memory item (it leaves search; get_memory still shows it as deleted). Use it
         when the user asks you to forget something or an item is plainly wrong and has no
         replacement. Deleting it again changes nothing (deleted 0). Deleting all of a user's
         memories is not offered here."""
-        return Deleted(deleted=call(memory.delete, user_id=whose(user_id, ctx), item_id=item_id), item_id=item_id)
+        deleted = await call(core.write, memory.delete, user_id=whose(user_id, ctx), item_id=item_id)
+        return Deleted(deleted=deleted, item_id=item_id)
 
     tools = [(add_memory, "Save a memory", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
              (search_memory, "Search memories", ToolAnnotations(read_only_hint=True)),
@@ -352,8 +361,9 @@ def _loopback(host: str) -> bool:
 
 
 class BearerAuth:
-    """ASGI middleware: an HTTP request without a token `auth` knows gets a 401 and reaches nothing
-    (which users the token may act for is checked per tool call); the app's lifespan passes."""
+    """ASGI middleware: an HTTP request without a token `auth` knows gets a 401 (the API's error
+    shape) and reaches nothing (which users the token may act for is checked per tool call); the
+    app's lifespan passes."""
 
     def __init__(self, app: Any, auth: TokenAuth):
         self.app, self.auth = app, auth
@@ -362,8 +372,6 @@ class BearerAuth:
         if scope["type"] == "http":
             header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
             if self.auth.authenticate(header) is None:
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": b'{"detail": "missing or wrong bearer token"}'})
-                return
+                return await send_refusal(send, Refusal(401, "missing or wrong bearer token",
+                                                        [(b"www-authenticate", b"Bearer")]))
         await self.app(scope, receive, send)

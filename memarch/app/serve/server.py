@@ -18,7 +18,6 @@ and the process ends with -15).
 """
 from __future__ import annotations
 
-import json
 import logging
 import resource
 import time
@@ -26,6 +25,8 @@ from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from memarch.app.serve.errors import error_body
 
 log = logging.getLogger(__name__)
 
@@ -64,20 +65,19 @@ class _Quiet:
         log.warning("%s%s", message, f" ({dropped} more not logged)" if dropped else "")
 
 
-_QUIET = _Quiet()
-
-
 class GuardedHttp(HttpToolsProtocol):
     """uvicorn's httptools protocol with a header deadline, a connection cap and JSON refusals
-    (module docstring). The limits are class attributes, set by `config` for a server."""
+    (module docstring). The limits and the refusals' log are class attributes of the subclass
+    `config` makes for one server (uvicorn makes a protocol object per connection)."""
 
     header_timeout_s: float = HEADER_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
+    quiet: _Quiet  # the server's: its refusals' log, at most a line a second of each kind
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if len(self.connections) > self.max_connections:
-            _QUIET.warn("connections", f"refused a connection: {self.max_connections} open already")
+            self.quiet.warn("connections", f"refused a connection: {self.max_connections} open already")
             self._refuse(503, f"the server has {self.max_connections} connections open; try again later")
             return
         self._headers_done = False
@@ -95,7 +95,7 @@ class GuardedHttp(HttpToolsProtocol):
     def _header_deadline_passed(self) -> None:
         self._header_deadline = None
         if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
-            _QUIET.warn("slow", f"closed a connection that sent no complete request headers in "
+            self.quiet.warn("slow", f"closed a connection that sent no complete request headers in "
                                 f"{self.header_timeout_s:g} s")
             self._refuse(408, f"request headers not received within {self.header_timeout_s:g} s")
 
@@ -114,13 +114,13 @@ class GuardedHttp(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
-        _QUIET.warn("malformed", "refused a malformed HTTP request")
+        self.quiet.warn("malformed", "refused a malformed HTTP request")
         self._refuse(400, "malformed HTTP request (" + msg.rstrip(".").lower() + ")")
 
     def _refuse(self, status: int, message: str) -> None:
         """A JSON error response, then the connection closed."""
         self._disarm_header_deadline()
-        body = json.dumps({"error": message}).encode()
+        body = error_body(message)
         reason = {400: b"Bad Request", 408: b"Request Timeout", 503: b"Service Unavailable"}[status]
         head = [b"HTTP/1.1 %d %s\r\n" % (status, reason)]
         for name, value in self.server_state.default_headers:
@@ -147,7 +147,8 @@ def config(app: Any, *, log_level: str = "info", access_log: bool = True,
     other `uvicorn.Config` settings (host, port)."""
     room = raise_fd_limit() - FD_RESERVE
     protocol = type("GuardedHttp", (GuardedHttp,), {"header_timeout_s": float(header_timeout_s),
-                                                    "max_connections": max(1, min(int(max_connections), room))})
+                                                    "max_connections": max(1, min(int(max_connections), room)),
+                                                    "quiet": _Quiet()})
     return uvicorn.Config(app, http=protocol, loop="uvloop", log_level=log_level, access_log=access_log,
                           timeout_graceful_shutdown=30, server_header=False, proxy_headers=False,
                           timeout_keep_alive=5, **more)

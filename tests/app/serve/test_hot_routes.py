@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from fastapi.testclient import TestClient
 
 from memarch import Architecture, Memory
@@ -65,6 +64,16 @@ BAD = [
     ("POST", "/v1/users/ana/memories", {"json": {"messages": "x"}}, BOB),
     ("POST", "/v1/users/ana/search", {"json": {"query": "x"}}, None),  # no token
     ("POST", "/v1/users/ana/search", {"json": {"query": "x"}}, "wrong-token-0123456789abcdef"),
+    # two faults at once: refused for the one FastAPI checks first
+    ("POST", "/v1/users/nul%00/search?x=1", {"json": {"query": "x"}}, ADMIN),
+    ("POST", "/v1/users/nul%00/search", {"content": b"{bad", "headers": {"content-type": "application/json"}}, ADMIN),
+    ("POST", "/v1/users/ana/search?x=1", {"content": b"{bad", "headers": {"content-type": "application/json"}}, ADMIN),
+    ("POST", "/v1/users/nul%00/search", {"json": {"query": 3}}, ADMIN),
+    ("POST", "/v1/users/ana/search?x=1", {"json": {"query": 3}}, ADMIN),
+    ("POST", "/v1/users/nul%00/memories", {"content": b"x", "headers": {"content-type": "text/plain"}}, ADMIN),
+    ("POST", "/v1/users/nul%00/search", {"content": b'{"query": "\xff\xfe"}', "headers": {"content-type": "application/json"}}, ADMIN),
+    ("POST", "/v1/users/ana/memories?b=1&a=2", {"json": {"messages": "x"}}, ADMIN),
+    ("POST", "/v1/users/ana/search", {"content": b"null", "headers": {"content-type": "application/json"}}, ADMIN),
 ]
 
 
@@ -92,15 +101,22 @@ def test_hot_routes_answer_byte_for_byte_as_fastapi(tmp_path, hash_resources):
         assert [r.to_dict() for r in slow.get_all(user_id="ana")] == [r.to_dict() for r in fast.get_all(user_id="ana")]
 
 
-def test_the_hot_routes_are_taken(tmp_path, hash_resources, monkeypatch):
-    """Not only equal: the search and add of `create_app` go past FastAPI's routing (its endpoints unused)."""
-    from memarch.app.serve import http_api
-
+def test_the_hot_routes_are_taken(tmp_path, hash_resources):
+    """Not only equal: the search and add of `create_app` go past FastAPI's routing (its app unused)."""
     program = tmp_path / "program.json"
     MemoryProgram(ARCH, resources=hash_resources).save(program, include_memory=False)
     calls = []
-    monkeypatch.setattr(http_api, "run", lambda *a, **k: calls.append(a) or pytest.fail("FastAPI route used"))
-    with Memory.load(program, path=tmp_path / "m") as memory, TestClient(create_app(memory)) as client:
-        assert client.post("/v1/users/ana/memories", json={"messages": "hello there"}).status_code == 201
-        assert json.loads(client.post("/v1/users/ana/search", json={"query": "hello"}).content)["results"]
-    assert calls == []
+    with Memory.load(program, path=tmp_path / "m") as memory:
+        app = create_app(memory)
+        fastapi_app = app.app
+
+        async def spy(scope, receive, send):
+            if scope["type"] == "http":
+                calls.append(scope["path"])
+            await fastapi_app(scope, receive, send)
+        app.app = spy
+        with TestClient(app) as client:
+            assert client.post("/v1/users/ana/memories", json={"messages": "hello there"}).status_code == 201
+            assert json.loads(client.post("/v1/users/ana/search", json={"query": "hello"}).content)["results"]
+            assert client.get("/v1/users/ana/memories").status_code == 200  # the spy sees FastAPI's routes
+    assert calls == ["/v1/users/ana/memories"]
