@@ -89,7 +89,7 @@ class SavedProgram:
         from memarch.benchmarks import recorded_benchmark
 
         bench = recorded_benchmark(rec, data=args.data, knobs=knobs, keep_split_seed=args.seed is None)
-        if rec.data_sha256 is not None and data_sha256(getattr(bench, "path", None)) != rec.data_sha256:
+        if rec.data_sha256 is not None and data_sha256(bench.path) != rec.data_sha256:
             self.overridden.append("data contents")
         return bench
 

@@ -81,7 +81,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
     """Reject bad options before any work: one line, exit 2 (a failed trial would exit 1)."""
     import os
 
-    from memarch.benchmarks.base import SPLITS, TaskBenchmark
+    from memarch.benchmarks.base import SPLITS
     from memarch.errors import ArchitectureError
     from memarch.pipeline.embed import check_embedder
     from memarch.pipeline.space import ArchitectureSpace
@@ -98,8 +98,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
         raise MemarchError(f"--json {args.json}: is a directory (expected a file path to write)")
     check_metric(args.metric, bench, lm=lm_available, judge=args.judge)
     if arch is not None:
-        default = "experience" if isinstance(bench, TaskBenchmark) else "conversation"
-        family = getattr(bench, "family", default)
+        family = bench.family
         space = ArchitectureSpace(family, lm_available=lm_available)
         violations = space.violations(arch)
         if violations:
@@ -232,7 +231,7 @@ def run(args) -> int:
 
         with roles_from_args(args) as roles:
             resources = roles.resources(embedder=embedder)
-            if hasattr(bench, "agent_lm"):  # agent tasks: the task LM plays (DSPy agent)
+            if bench.uses_agent_lm:  # agent tasks: the task LM plays (DSPy agent)
                 bench.agent_lm = resources.lm
             program = saved.build(resources) if saved else None
             reader = MemoryReader(resources)
