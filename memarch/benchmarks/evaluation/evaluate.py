@@ -39,8 +39,9 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         evaluate(arch, bench, split="test", settings=EvaluationSettings(metric="evidence_recall"))
 
     Args:
-        architecture_or_program: an `Architecture` (a fresh `MemoryProgram` is built for the
-            trial), a built program (used as is), or None for the no-memory baseline.
+        architecture_or_program: an `Architecture` or its dict (a fresh `MemoryProgram` is built
+            for the trial; a malformed dict raises `ArchitectureError`), a built program (used as
+            is), or None for the no-memory baseline.
         benchmark: a `Benchmark`, or a name for :func:`memarch.benchmarks.get_benchmark`.
         split: ``search`` / ``validation`` / ``test`` (disjoint) or ``all``.
         settings: how to read and score (`EvaluationSettings`: context budget, top_k, metric,
@@ -85,8 +86,9 @@ class _Trial:
 
     def __post_init__(self) -> None:
         given = self.architecture_or_program
-        self.arch = given.architecture if isinstance(given, MemoryProgram) else \
-            (None if isinstance(given, dict) else given)
+        if isinstance(given, dict):  # read up front: a failed trial still names its architecture
+            given = self.architecture_or_program = Architecture.from_dict(given)
+        self.arch = given.architecture if isinstance(given, MemoryProgram) else given
         self.bench_name = self.benchmark if isinstance(self.benchmark, str) else self.benchmark.name
         self.acct = self.accounting if self.accounting is not None else \
             getattr(self.resources.extra.get("lm_roles"), "accounting", None)
@@ -146,7 +148,7 @@ class _Trial:
 
 def build_program(arch_or_program: Any, resources: Resources, settings: EvaluationSettings) -> MemoryProgram | None:
     """The program a trial evaluates: the given one as is, or a fresh one built from an architecture
-    (None: the no-memory agent)."""
+    or its dict (None: the no-memory agent)."""
     if arch_or_program is None:
         return None
     if isinstance(arch_or_program, MemoryProgram):
