@@ -29,7 +29,6 @@ PROTOCOLS = (STREAM, COLLECT_DEPLOY)
 # What callers read of a benchmark, all declared on `Benchmark` (`check_declarations` checks them).
 DECLARED = ("name", "family", "protocol", "metric", "scores_per_instance", "categories", "path", "knobs",
             "split_unit", "uses_note_store", "uses_agent_lm", "opt_in_modules")
-_FLAGS = ("scores_per_instance", "uses_note_store", "uses_agent_lm", "opt_in_modules")
 
 
 class Benchmark:
@@ -195,7 +194,9 @@ def check_declarations(cls: type[Benchmark]) -> None:
         problems.append(f"protocol {cls.protocol!r} is not one of {', '.join(PROTOCOLS)}")
     if cls.metric is not None and not isinstance(cls.metric, str):
         problems.append(f"metric {cls.metric!r} is neither a metric name nor None")
-    problems += [f"{flag} is not a bool" for flag in _FLAGS if not isinstance(getattr(cls, flag), bool)]
+    flags = {"scores_per_instance": cls.scores_per_instance, "uses_note_store": cls.uses_note_store,
+             "uses_agent_lm": cls.uses_agent_lm, "opt_in_modules": cls.opt_in_modules}
+    problems += [f"{flag} is not a bool" for flag, value in flags.items() if not isinstance(value, bool)]
     if cls.scores_per_instance is True and cls.protocol != STREAM:
         problems.append("scores_per_instance: only the stream protocol scores instance by instance")
     if not isinstance(cls.categories, tuple) or not all(isinstance(c, str) for c in cls.categories):
