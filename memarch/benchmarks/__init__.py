@@ -1,6 +1,7 @@
 """Benchmarks by name: ``generated`` (the embedded default), ``locomo``, ``babi``, ``longmemeval``,
 ``jsonl`` (your own data, docs/data.md) and, when its file exists, ``textworld``. A benchmark is one
-file here defining a `Benchmark` subclass whose ``name`` is the file's name."""
+file here defining a `Benchmark` (or `TaskBenchmark`) subclass whose ``name`` is the file's name and
+whose declarations (``base/benchmark.py``) say what callers may read of it."""
 from __future__ import annotations
 
 import importlib
@@ -27,7 +28,7 @@ def benchmark_class(name: str) -> type[Benchmark]:
         raise MemarchError(f"unknown benchmark {name!r} (known: {', '.join(available())})")
     module = importlib.import_module(f"{__name__}.{name}")
     for obj in vars(module).values():
-        if isinstance(obj, type) and issubclass(obj, Benchmark) and getattr(obj, "name", None) == name:
+        if isinstance(obj, type) and issubclass(obj, Benchmark) and obj.name == name:
             return obj
     raise MemarchError(f"memarch.benchmarks.{name} defines no Benchmark subclass named {name!r}")
 
@@ -60,7 +61,7 @@ def recorded_benchmark(record: Any, *, data: str | None = None, knobs: dict[str,
     """The benchmark, data and split an `EvaluationRecord` names; ``data`` / ``knobs`` override
     the recorded ones.
 
-    The split settings are set after construction because the constructors name the split seed
+    The split rule is set after construction because the constructors name the split seed
     differently (``seed`` for file-backed benchmarks, ``split_seed`` for generated ones).
     """
     bench = get_benchmark(record.benchmark, data if data is not None else record.data,
@@ -68,9 +69,7 @@ def recorded_benchmark(record: Any, *, data: str | None = None, knobs: dict[str,
     split = dict(record.split)
     if not keep_split_seed:
         split.pop("seed", None)
-    for name, value in split.items():
-        if hasattr(bench, name):
-            setattr(bench, name, dict(value) if isinstance(value, dict) else value)
+    bench.use_split_rule(split)
     return bench
 
 

@@ -64,6 +64,8 @@ class TextWorldBenchmark(TaskBenchmark):
     family: ClassVar[str] = "experience"
     categories: ClassVar[tuple[str, ...]] = tuple(GAME_PARAMS)
     opt_in_modules: ClassVar[bool] = True  # its agent takes note actions: the `files` store is searched
+    uses_note_store: ClassVar[bool] = True
+    uses_agent_lm: ClassVar[bool] = True
 
     def __init__(self, data: Any = None, *, games: tuple[str, ...] | str = ("twc", "cookingworld", "coin", "mapreader"),
                  tasks_per_game: int = 8, step_limit: int = 40, demonstrations: bool = True,

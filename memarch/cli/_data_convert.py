@@ -20,13 +20,14 @@ def run_convert(args) -> int:
     from pathlib import Path
 
     from memarch.benchmarks import available, benchmark_class, get_benchmark
-    from memarch.benchmarks.base import TaskBenchmark
+    from memarch.benchmarks.base import COLLECT_DEPLOY
     from memarch.benchmarks.formats.jsonl_check import read_data
     from memarch.benchmarks.formats.jsonl_records import benchmark_records, write_records
 
     if args.source not in available():
         raise MemarchError(f"--from {args.source!r}: unknown benchmark (known: {', '.join(available())})")
-    if issubclass(benchmark_class(args.source), TaskBenchmark):
+    source = benchmark_class(args.source)
+    if source.protocol == COLLECT_DEPLOY and source.recorded is None:  # its agent plays live
         raise MemarchError(f"--from {args.source}: an agent benchmark played live has no recorded trajectories "
                            "to convert; write its episodes as task records (docs/data.md)")
     out = Path(args.out)

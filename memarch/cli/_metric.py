@@ -29,13 +29,11 @@ def check_metric(metric: str | None, benchmark: Any, *, lm: bool, judge: bool = 
     """
     if metric is None:
         return None
-    from memarch.benchmarks.base import TaskBenchmark
-
     if metric not in METRICS:
         raise MemarchError(f"--metric {metric!r}: expected one of {', '.join(METRICS)}")
-    if isinstance(benchmark, TaskBenchmark):
+    if benchmark.metric is not None:  # its score is always its own metric (agent tasks: the task score)
         raise MemarchError(f"--metric {metric}: {benchmark.name} is an agent benchmark, scored by its "
-                           "task score (drop --metric)")
+                           f"{benchmark.metric.replace('_', ' ')} (drop --metric)")
     if metric in WITH_LM and not lm:
         raise MemarchError(f"--metric {metric} needs an LM reader (--lm); without an LM use one of "
                            f"{', '.join(LM_FREE)}")

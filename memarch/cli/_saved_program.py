@@ -76,8 +76,8 @@ class SavedProgram:
             self.overridden.append("seed")
 
     def benchmark(self, args: Any) -> Any | None:
-        """The recorded benchmark, data and split under ``--data`` / ``--seed``; None when the
-        user asked for another benchmark (or the file has no record)."""
+        """The recorded benchmark, data and split under ``--data`` / ``--seed`` / ``--knob``; None
+        when the user asked for another benchmark (or the file has no record)."""
         rec = self.record
         if rec is None or args.benchmark != rec.benchmark:
             return None
@@ -86,10 +86,15 @@ class SavedProgram:
         knobs: dict[str, Any] = {} if args.seed is None else {"seed": args.seed}
         if getattr(args, "download", False) and rec.benchmark == "locomo":
             knobs["download"] = True
+        from memarch.cli._knobs import parse_knobs
+
+        given = parse_knobs(getattr(args, "knob", []))
+        self.overridden += [f"knob {k}" for k, v in given.items() if k not in rec.knobs or rec.knobs[k] != v]
+        knobs.update(given)
         from memarch.benchmarks import recorded_benchmark
 
         bench = recorded_benchmark(rec, data=args.data, knobs=knobs, keep_split_seed=args.seed is None)
-        if rec.data_sha256 is not None and data_sha256(getattr(bench, "path", None)) != rec.data_sha256:
+        if rec.data_sha256 is not None and data_sha256(bench.path) != rec.data_sha256:
             self.overridden.append("data contents")
         return bench
 

@@ -96,7 +96,7 @@ def build_evaluator(args, resources):
 
         settings = settings.replace(reader=MemoryReader(resources), metric="qa_f1",
                                     judge=AnswerJudge(resources) if getattr(args, "judge_lm", None) else None)
-        if hasattr(bench, "agent_lm"):
+        if bench.uses_agent_lm:
             bench.agent_lm = resources.lm
     metric = check_metric(getattr(args, "metric", None), bench, lm=resources.lm is not None)
     if metric:

@@ -53,7 +53,7 @@ def run_check(args) -> int:
 
 def run_stats(args) -> int:
     from memarch.benchmarks import get_benchmark
-    from memarch.benchmarks.base import SPLITS, TaskBenchmark
+    from memarch.benchmarks.base import COLLECT_DEPLOY, SPLITS
 
     bench = get_benchmark("jsonl", args.file, seed=args.seed)
     whole = bench.stats()
@@ -61,7 +61,7 @@ def run_stats(args) -> int:
     if "units" in whole:
         whole = {"dialogues" if k == "units" else k: v for k, v in whole.items()}
     whole["splits"] = {name: _split_counts(bench.split(name)) for name in SPLITS}
-    if isinstance(bench, TaskBenchmark):
+    if bench.protocol == COLLECT_DEPLOY:
         whole["outcomes"] = _count(e.outcome for e in bench.recorded.values())
     else:
         whole["answerable"] = sum(1 for q in bench.questions() if q.answerable)
@@ -85,9 +85,9 @@ def run_stats(args) -> int:
 
 
 def _split_counts(view) -> dict:
-    from memarch.benchmarks.base import TaskBenchmark
+    from memarch.benchmarks.base import COLLECT_DEPLOY
 
-    if isinstance(view, TaskBenchmark):
+    if view.protocol == COLLECT_DEPLOY:
         s = view.stats()
         return {k: s[k] for k in ("tasks", "collect", "deploy", "deploy_without_relevant_memory")}
     return {"dialogues": len(view.dialogues), "questions": len(view.questions())}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from memarch.cli._knobs import add_knob_argument, parse_knobs
 from memarch.cli._memory_budget import add_memory_budget_argument, resolve_memory_budget
 from memarch.cli._metric import add_metric_argument, check_metric
 from memarch.errors import MemarchError
@@ -31,6 +32,7 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=None,
                    help="split seed (and generation seed for generated; default 0)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions or tasks of the split")
+    add_knob_argument(p)
     p.add_argument("--context-budget", type=int, default=None, metavar="WORDS",
                    help=f"context budget in words (default {DEFAULT_CONTEXT_BUDGET})")
     p.add_argument("--top-k", type=int, default=None, help="items per read (default: context budget / 10)")
@@ -74,14 +76,14 @@ def _benchmark(args):
     knobs = {"seed": 0 if args.seed is None else args.seed}
     if args.benchmark == "locomo" and args.download:
         knobs["download"] = True
-    return get_benchmark(args.benchmark, args.data, **knobs)
+    return get_benchmark(args.benchmark, args.data, **{**knobs, **parse_knobs(args.knob)})
 
 
 def _check(args, arch, bench, lm_available: bool) -> None:
     """Reject bad options before any work: one line, exit 2 (a failed trial would exit 1)."""
     import os
 
-    from memarch.benchmarks.base import SPLITS, TaskBenchmark
+    from memarch.benchmarks.base import SPLITS
     from memarch.errors import ArchitectureError
     from memarch.pipeline.embed import check_embedder
     from memarch.pipeline.space import ArchitectureSpace
@@ -98,8 +100,7 @@ def _check(args, arch, bench, lm_available: bool) -> None:
         raise MemarchError(f"--json {args.json}: is a directory (expected a file path to write)")
     check_metric(args.metric, bench, lm=lm_available, judge=args.judge)
     if arch is not None:
-        default = "experience" if isinstance(bench, TaskBenchmark) else "conversation"
-        family = getattr(bench, "family", default)
+        family = bench.family
         space = ArchitectureSpace(family, lm_available=lm_available)
         violations = space.violations(arch)
         if violations:
@@ -232,7 +233,7 @@ def run(args) -> int:
 
         with roles_from_args(args) as roles:
             resources = roles.resources(embedder=embedder)
-            if hasattr(bench, "agent_lm"):  # agent tasks: the task LM plays (DSPy agent)
+            if bench.uses_agent_lm:  # agent tasks: the task LM plays (DSPy agent)
                 bench.agent_lm = resources.lm
             program = saved.build(resources) if saved else None
             reader = MemoryReader(resources)

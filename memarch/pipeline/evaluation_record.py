@@ -55,7 +55,7 @@ class EvaluationRecord:
         data: the dataset path (absolute), None for generated benchmarks.
         data_sha256: fingerprint of the data at compile time.
         knobs: benchmark constructor keyword arguments.
-        split: ``{"seed", "split_by", "fractions"}`` of the benchmark's split.
+        split: ``{"seed", "split_by", "fractions"}`` of the benchmark's split (its ``split_rule()``).
         limit: only the first N questions of each split were scored (None: all).
         scores: the reported metric per split (search / validation / test).
     """
@@ -116,13 +116,3 @@ class EvaluationRecord:
             raise DataError(f"{where} (split fractions must give search, validation and test shares "
                             f"summing to 1, not {fractions!r})")
         return cls(**{k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()})
-
-
-def split_settings(bench: Any) -> dict[str, Any]:
-    """What decides a benchmark's split: seed, unit and shares."""
-    out: dict[str, Any] = {}
-    for name in ("seed", "split_by", "fractions"):
-        if hasattr(bench, name):
-            value = getattr(bench, name)
-            out[name] = dict(value) if isinstance(value, dict) else value
-    return out

@@ -215,7 +215,7 @@ def test_build_evaluator_passes_the_objective_on(hash_resources):
 
 
 def test_check_objective_names_what_would_do():
-    from memarch.benchmarks.base import TaskBenchmark
+    from memarch.benchmarks.base import Benchmark, TaskBenchmark
     from memarch.cli._metric import check_metric
     from memarch.errors import MemarchError
 
@@ -225,15 +225,18 @@ def test_check_objective_names_what_would_do():
         def __init__(self):
             super().__init__([])
 
-    assert check_metric(None, object(), lm=False) is None
-    assert check_metric("answer_recall", object(), lm=False) == "answer_recall"
-    assert check_metric("qa_f1", object(), lm=True) == "qa_f1"
+    class Chats(Benchmark):  # scored by the evaluation's metric (declares none of its own)
+        name = "chats"
+
+    assert check_metric(None, Chats(), lm=False) is None
+    assert check_metric("answer_recall", Chats(), lm=False) == "answer_recall"
+    assert check_metric("qa_f1", Chats(), lm=True) == "qa_f1"
     with pytest.raises(MemarchError, match="needs an LM reader"):
-        check_metric("qa_f1", object(), lm=False)
+        check_metric("qa_f1", Chats(), lm=False)
     with pytest.raises(MemarchError, match="needs an answer judge"):
-        check_metric("judge", object(), lm=True, judge=False)
+        check_metric("judge", Chats(), lm=True, judge=False)
     with pytest.raises(MemarchError, match="expected one of answer_span"):
-        check_metric("bag", object(), lm=False)
+        check_metric("bag", Chats(), lm=False)
     with pytest.raises(MemarchError, match="agent benchmark"):
         check_metric("answer_span", Tasks(), lm=False)
 

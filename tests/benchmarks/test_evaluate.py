@@ -288,3 +288,18 @@ def test_an_invalid_architecture_is_a_failed_trial(toy_modules, hash_resources):
     bad = {"encode": ["t_turn"], "store": "t_store", "retrieve": "nope", "manage": "t_keep"}
     result = evaluate(bad, ToyBench([pet_dialogue()]), split="all", resources=hash_resources)
     assert result.failed and "nope" in result.error
+
+
+def test_a_failed_trial_of_an_architecture_dict_names_its_architecture(toy_modules, hash_resources):
+    """Given as a dict, the architecture of a trial that fails before its program is built is still
+    the result's (it read as the no-memory baseline); a dict that is no architecture at all is the
+    caller's error, as a bad metric name is."""
+    from memarch.errors import ArchitectureError
+
+    bad = {"encode": ["t_turn"], "store": "t_store", "retrieve": "nope", "manage": "t_keep"}
+    result = evaluate(bad, ToyBench([pet_dialogue()]), split="all", resources=hash_resources)
+    assert result.failed and result.architecture == Architecture.from_dict(bad)
+    unresolved = evaluate(TOY.to_dict(), "no-such-benchmark", split="all", resources=hash_resources)
+    assert unresolved.failed and "unknown benchmark" in unresolved.error and unresolved.architecture == TOY
+    with pytest.raises(ArchitectureError, match="missing field"):
+        evaluate({"encode": ["t_turn"]}, ToyBench([pet_dialogue()]), split="all", resources=hash_resources)

@@ -63,6 +63,15 @@ def test_evaluate_program_shows_a_difference_clearly(compiled, capsys):
     assert "DIFFERS by" in line and "settings changed: context budget, top_k" in line
 
 
+def test_evaluate_program_takes_knobs_over_the_recorded_ones(compiled, capsys):
+    capsys.readouterr()
+    assert main(["evaluate", "--program", str(compiled), "--knob", "conversations=1"]) == 0  # as recorded
+    assert ": reproduced" in (out := capsys.readouterr().out) and "settings changed" not in out
+    assert main(["evaluate", "--program", str(compiled), "--knob", "sessions=2"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "reported test" in ln)
+    assert "settings changed: knob sessions" in line
+
+
 def test_saved_memory_bank_is_not_used_and_said_so(compiled, tmp_path, capsys):
     data = json.loads(compiled.read_text())
     data["memory"] = {"junk": "a memory bank from a deployment"}  # never read for a benchmark run

@@ -7,8 +7,8 @@ from memarch.cli import build_parser
 from memarch.cli._knobs import parse_knob, parse_knobs
 from memarch.errors import MemarchError
 
-COMMANDS = (["compile"], ["compare"], ["landscape", "build", "--out", "x.npz"], ["data", "convert", "--from", "babi",
-                                                                                  "--out", "x.jsonl"])
+COMMANDS = (["compile"], ["compare"], ["evaluate"], ["landscape", "build", "--out", "x.npz"],
+            ["data", "convert", "--from", "babi", "--out", "x.jsonl"])
 
 
 @pytest.mark.parametrize("text, value", [
@@ -27,8 +27,8 @@ def test_a_malformed_knob_is_one_line(text):
 
 
 def test_every_command_offers_the_same_option():
-    """compile, compare, landscape build and data convert: one option, one help, one parser (compile
-    refused ``tasks=1,2`` before, where data convert took it)."""
+    """compile, compare, evaluate, landscape build and data convert: one option, one help, one parser
+    (compile refused ``tasks=1,2`` before, where data convert took it)."""
     parser = build_parser()
     actions = []
     for argv in COMMANDS:
@@ -50,3 +50,30 @@ def test_compile_builds_a_benchmark_with_a_list_knob(hash_resources, data_dir):
                                       "--knob", "tasks=1,2", "--knob", "stories=2", "--embedder", "hash"])
     evaluator = build_evaluator(args, hash_resources)
     assert {d.namespace.split("-")[1] for d in evaluator.benchmark.dialogues} == {"1", "2"}
+
+
+def test_evaluate_builds_the_benchmark_with_its_knobs(tmp_path, capsys, monkeypatch):
+    """``memarch evaluate --knob``: the variant of the benchmark asked for (it had no --knob)."""
+    import json
+
+    from memarch.cli import main
+
+    monkeypatch.setenv("MEMARCH_CACHE_DIR", str(tmp_path))
+    out = tmp_path / "result.json"
+    assert main(["evaluate", "--embedder", "hash", "--split", "all", "--knob", "conversations=1",
+                 "--knob", "sessions=2", "--json", str(out)]) == 0
+    ids = [o["query_id"] for o in json.loads(out.read_text())["outcomes"]]
+    assert ids and {i.partition("/")[0] for i in ids} == {"gen-0"}  # one conversation, not the default six
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("knob, needle", [("conversations", "--knob takes KEY=VALUE"),
+                                          ("colour=red", "benchmark 'generated'"),
+                                          ("conversations=0", "conversations >= 1")])
+def test_evaluate_refuses_a_bad_knob_in_one_line(knob, needle, tmp_path, capsys, monkeypatch):
+    from memarch.cli import main
+
+    monkeypatch.setenv("MEMARCH_CACHE_DIR", str(tmp_path))
+    assert main(["evaluate", "--embedder", "hash", "--knob", knob]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and "\n" not in err

@@ -9,12 +9,11 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from memarch.benchmarks.base import Benchmark, TaskBenchmark, resolve_benchmark
+from memarch.benchmarks.base import Benchmark, resolve_benchmark
 from memarch.benchmarks.evaluation.costs import lm_tokens, memory_costs
 from memarch.benchmarks.evaluation.fallbacks import read_counters, trial_delta
+from memarch.benchmarks.evaluation.runs import check_on_instance, protocol_of
 from memarch.benchmarks.evaluation.settings import EvaluationSettings
-from memarch.benchmarks.evaluation.stream import run_stream
-from memarch.benchmarks.evaluation.tasks import run_tasks
 from memarch.benchmarks.metrics.registry import check_metric, default_metric
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.program import MemoryProgram
@@ -40,8 +39,9 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         evaluate(arch, bench, split="test", settings=EvaluationSettings(metric="evidence_recall"))
 
     Args:
-        architecture_or_program: an `Architecture` (a fresh `MemoryProgram` is built for the
-            trial), a built program (used as is), or None for the no-memory baseline.
+        architecture_or_program: an `Architecture` or its dict (a fresh `MemoryProgram` is built
+            for the trial; a malformed dict raises `ArchitectureError`), a built program (used as
+            is), or None for the no-memory baseline.
         benchmark: a `Benchmark`, or a name for :func:`memarch.benchmarks.get_benchmark`.
         split: ``search`` / ``validation`` / ``test`` (disjoint) or ``all``.
         settings: how to read and score (`EvaluationSettings`: context budget, top_k, metric,
@@ -50,15 +50,20 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             without a reader raises ValueError up front; agent benchmarks always use their task score.
         limit: the first N questions (or tasks) of the split.
         accounting: the LM accounting whose delta the cost reports (default: the LM roles').
-        on_instance: for a conversation benchmark, called after each dialogue of the split (in
-            stream order) with (dialogues done, dialogues in the split, that dialogue's question
-            scores); returning True stops the evaluation there: the result holds the outcomes so
-            far and ``metadata["instances"]`` says how many dialogues it saw (a pruned trial).
+        on_instance: for a benchmark that declares ``scores_per_instance`` (conversations),
+            called after each dialogue of the split (in stream order) with (dialogues done,
+            dialogues in the split, that dialogue's question scores); returning True stops the
+            evaluation there: the result holds the outcomes so far and ``metadata["instances"]``
+            says how many dialogues it saw (a pruned trial). Given for another benchmark (agent
+            tasks, scored as one), it raises `MemarchError`.
     """
     settings = EvaluationSettings.of(settings, where="evaluate()", **setting_changes)
     # A bad metric name is the caller's error, not a failed trial.
     settings = settings.replace(metric=check_metric(settings.metric, settings.reader, settings.judge),
                                 top_k=settings.read_top_k)
+    if on_instance is not None:  # a pruner that would never be asked is the caller's error
+        benchmark = resolve_benchmark(benchmark)
+        check_on_instance(benchmark, on_instance)
     resources = resources or Resources()
     trial = _Trial(architecture_or_program, benchmark, split, resources, settings, accounting)
     try:
@@ -81,9 +86,10 @@ class _Trial:
 
     def __post_init__(self) -> None:
         given = self.architecture_or_program
-        self.arch = given.architecture if isinstance(given, MemoryProgram) else \
-            (None if isinstance(given, dict) else given)
-        self.bench_name = self.benchmark if isinstance(self.benchmark, str) else getattr(self.benchmark, "name", "?")
+        if isinstance(given, dict):  # read up front: a failed trial still names its architecture
+            given = self.architecture_or_program = Architecture.from_dict(given)
+        self.arch = given.architecture if isinstance(given, MemoryProgram) else given
+        self.bench_name = self.benchmark if isinstance(self.benchmark, str) else self.benchmark.name
         self.acct = self.accounting if self.accounting is not None else \
             getattr(self.resources.extra.get("lm_roles"), "accounting", None)
         self.before = self.acct.snapshot() if self.acct is not None else None
@@ -102,14 +108,10 @@ class _Trial:
         if program is not None and "retrieve.top_k" in program.architecture.param_dict:
             self.settings = self.settings.replace(top_k=program.top_k)  # the architecture's knob, not the default
         self.counted = read_counters(program, self.lm_users)  # a program passed in may have counted before
-        if isinstance(view, TaskBenchmark):
-            if self.settings.metric != default_metric(self.settings.reader):
-                log.warning("metric %s ignored: %s is an agent benchmark scored by its task score",
-                            self.settings.metric, self.bench_name)
-            result = run_tasks(program, view, self.settings.read_top_k, self.settings.context_budget,
-                               self.settings.success_threshold)
-        else:
-            result = run_stream(program, view, self.settings, on_instance=on_instance)[0]
+        if view.metric is not None and self.settings.metric != default_metric(self.settings.reader):
+            log.warning("metric %s ignored: %s is always scored by its %s",
+                        self.settings.metric, self.bench_name, view.metric)
+        result = protocol_of(view).run(program, view, self.settings, on_instance=on_instance)
         result.architecture = self.arch
         result.split = self.split
         if program is not None:
@@ -121,7 +123,8 @@ class _Trial:
 
         exc = as_unavailable(exc) or exc  # a dead endpoint in any LM path: one LMUnavailableError line
         log.warning("trial %s on %s failed: %s", self.arch, self.bench_name, exc)
-        named = "task_score" if isinstance(self.benchmark, TaskBenchmark) else self.settings.metric
+        fixed = None if isinstance(self.benchmark, str) else self.benchmark.metric  # str: never resolved
+        named = fixed or self.settings.metric
         return TrialResult(architecture=self.arch, benchmark=self.bench_name, split=self.split, score=0.0,
                            failed=True, error=f"{exc.__class__.__name__}: {exc}",
                            metadata={"traceback": traceback.format_exc(limit=8), "metric": named})
@@ -145,7 +148,7 @@ class _Trial:
 
 def build_program(arch_or_program: Any, resources: Resources, settings: EvaluationSettings) -> MemoryProgram | None:
     """The program a trial evaluates: the given one as is, or a fresh one built from an architecture
-    (None: the no-memory agent)."""
+    or its dict (None: the no-memory agent)."""
     if arch_or_program is None:
         return None
     if isinstance(arch_or_program, MemoryProgram):

@@ -70,9 +70,9 @@ class MemoryBudget:
         share, words = cls.parse(spec)
         if share is None:
             return cls(words=int(words), spec=str(spec).strip())
-        from memarch.benchmarks.base import TaskBenchmark
+        from memarch.benchmarks.base import STREAM
 
-        if isinstance(benchmark, TaskBenchmark):
+        if benchmark.protocol != STREAM:
             raise MemarchError(f"--memory-budget {spec}: a percentage needs a conversation benchmark (raw turns "
                                f"to count); {benchmark.name} is an agent benchmark, give words instead")
         raw = raw_turn_words(benchmark.split("search"))

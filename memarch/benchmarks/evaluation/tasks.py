@@ -39,7 +39,7 @@ def run_tasks(program: MemoryProgram | None, bench: TaskBenchmark, top_k: int, b
                           if k in episode.metadata})
         behaviour.update(episode.metadata.get("memory_skill", {}))
 
-    if hasattr(bench, "use_note_store"):  # the agent keeps notes in a files store (memory as a skill)
+    if bench.uses_note_store:  # the agent keeps notes in a files store (memory as a skill)
         bench.use_note_store(program.store if program is not None else None)
 
     with contextlib.ExitStack() as stack:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from memarch.benchmarks.base import Benchmark, TaskBenchmark
+from memarch.benchmarks.base import STREAM, Benchmark
 from memarch.benchmarks.evaluation.protocols import stream_schedule
 from memarch.modules.retrievers import split_sentences
 from memarch.pipeline.registry import REGISTRY
@@ -17,7 +17,7 @@ def texts_ahead(bench: Benchmark, splits: Iterable[str], *, limit: int | None = 
     """Questions and the LM-free encoders' item texts of each split's dialogues in split order, then
     the items' sentences; each text once (an agent benchmark: none, its memory is written from
     episodes played live)."""
-    if isinstance(bench, TaskBenchmark):
+    if bench.protocol != STREAM:  # no texts known ahead: episodes are played, not read from data
         return []
     resources = Resources()  # no LM: the LM-free paths, which is what an LM-free search writes
     encoders = [spec.cls(resources) for spec in REGISTRY.specs("encoder", "conversation") if not spec.needs_lm]

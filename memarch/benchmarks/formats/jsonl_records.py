@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any, Iterable, Iterator
 
-from memarch.benchmarks.base import AgentTask, Benchmark, Dialogue, Question
+from memarch.benchmarks.base import COLLECT_DEPLOY, AgentTask, Benchmark, Dialogue, Question
 from memarch.benchmarks.formats.jsonl_check import FORMAT
 from memarch.pipeline.episodes import Episode, Step, Turn
 from memarch.pipeline.files import atomic_write_text
@@ -118,18 +118,15 @@ def benchmark_records(bench: Benchmark) -> Iterator[dict]:
     """The records of a benchmark's whole data (every split): a ``meta`` header, then one record
     per dialogue, or per task with its recorded trajectory (benchmarks that keep one, such as
     ``jsonl``'s own tasks)."""
-    from memarch.benchmarks.base import TaskBenchmark
-
-    yield meta_record(bench.name, getattr(bench, "categories", ()) or ())
-    if isinstance(bench, TaskBenchmark):
-        recorded = getattr(bench, "recorded", None)
-        if recorded is None:
+    yield meta_record(bench.name, bench.categories or ())
+    if bench.protocol == COLLECT_DEPLOY:
+        if bench.recorded is None:
             from memarch.errors import DataError
 
             raise DataError(f"{bench.name}: an agent benchmark played live has no recorded trajectories to "
                             "convert (record its episodes as task lines: docs/data.md)")
         for task in bench.tasks:
-            yield task_record(task, recorded[task.id], getattr(bench, "relevant", {}).get(task.id))
+            yield task_record(task, bench.recorded[task.id], bench.relevant.get(task.id))
         return
     for d in bench.dialogues:
         yield dialogue_record(d)

@@ -68,16 +68,11 @@ class BenchmarkEvaluator(Evaluator):
 
     @property
     def family(self) -> str:
-        from memarch.benchmarks.base import TaskBenchmark
-
-        default = "experience" if isinstance(self._benchmark, TaskBenchmark) else "conversation"
-        return getattr(self._benchmark, "family", default)
+        return self._benchmark.family
 
     @property
     def metric(self) -> str:
-        from memarch.benchmarks.base import TaskBenchmark
-
-        return "task_score" if isinstance(self._benchmark, TaskBenchmark) else self._settings.metric_name()
+        return self._benchmark.metric or self._settings.metric_name()
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -99,14 +94,14 @@ class BenchmarkEvaluator(Evaluator):
         """The `EvaluationRecord` of scores this evaluator reported: benchmark, data, knobs, split."""
         from pathlib import Path
 
-        from memarch.pipeline.evaluation_record import EvaluationRecord, data_sha256, split_settings
+        from memarch.pipeline.evaluation_record import EvaluationRecord, data_sha256
 
-        path = getattr(self._benchmark, "path", None)
+        path = self._benchmark.path
         return EvaluationRecord(
             benchmark=self._benchmark.name, metric=metric, top_k=self._settings.read_top_k,
             context_budget=self._settings.context_budget,
             data=str(Path(path).resolve()) if path is not None else None, data_sha256=data_sha256(path),
-            knobs={**getattr(self._benchmark, "knobs", {}), **self.knobs}, split=split_settings(self._benchmark),
+            knobs={**self._benchmark.knobs, **self.knobs}, split=self._benchmark.split_rule(),
             limit=self._limit, scores=dict(scores))
 
     def prefetch(self, data: list[Any]) -> Any:
@@ -114,13 +109,12 @@ class BenchmarkEvaluator(Evaluator):
         by a background process into this evaluator's embedding cache (`memarch.pipeline.prefetch`,
         `prefetch_job`); None for a fast embedder, an embedder without a disk cache, or an agent
         benchmark."""
-        from memarch.benchmarks.base import TaskBenchmark
+        from memarch.benchmarks.base import STREAM
         from memarch.pipeline.prefetch import FAST, Prefetch
 
         embedder = self.resources.embedder
         splits = [d for d in data if isinstance(d, str)]
-        if embedder.model in FAST or embedder.cache is None or isinstance(self._benchmark, TaskBenchmark) \
-                or not splits:
+        if embedder.model in FAST or embedder.cache is None or self._benchmark.protocol != STREAM or not splits:
             return None
         job = {"model": embedder.model, "record": self.evaluation_record({}, self.metric).to_dict(),
                "splits": splits, "limit": self._limit}
@@ -128,11 +122,10 @@ class BenchmarkEvaluator(Evaluator):
                               cache_dir=embedder.cache.path.parent)
 
     def supports_instances(self) -> bool:
-        """Conversation benchmarks score dialogue by dialogue (a pruner can stop a trial between
-        two); agent benchmarks score a collection phase, then tasks, as one."""
-        from memarch.benchmarks.base import TaskBenchmark
-
-        return not isinstance(self._benchmark, TaskBenchmark)
+        """What the benchmark declares (``scores_per_instance``): conversation benchmarks score
+        dialogue by dialogue (a pruner can stop a trial between two); agent benchmarks score a
+        collection phase, then tasks, as one."""
+        return self._benchmark.scores_per_instance
 
     def __call__(self, architecture: Architecture | None, data: Any = "search", *,
                  on_instance: "OnInstance | None" = None) -> TrialResult:

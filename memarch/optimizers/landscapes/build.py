@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from memarch.benchmarks.base import SPLITS, Benchmark, TaskBenchmark
+from memarch.benchmarks.base import SPLITS, STREAM, Benchmark
 from memarch.optimizers.landscapes.table import EVIDENCE_SEP, FORMAT, Landscape
 from memarch.optimizers.landscapes.join import join, settings
 from memarch.optimizers.landscapes.unit import SHARED_MEMORY, SHARED_WRITE, Unit, UnitRows, evaluate_unit
@@ -179,13 +179,13 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_
         levers: retriever knob levels (levers.py): every architecture is also read at each
             combination, ``{"retrieve.pack": (0, 1)}`` doubles the rows (and the reads, not the writes).
     """
-    if isinstance(bench, TaskBenchmark):
+    if bench.protocol != STREAM:
         raise MemarchError(f"{bench.name}: landscapes need a conversation (stream) benchmark")
     resources = resources or Resources()
     if resources.lm is not None:
         raise MemarchError("landscapes are LM-free: build them without an LM")
     top_k = max(4, context_budget // 10)
-    family = getattr(bench, "family", "conversation")
+    family = bench.family
     space = ArchitectureSpace(family, lm_available=False)
     archs, preset_keys, added = _architectures(space, sample, seed, architectures, presets)
     categorical = len(archs)
@@ -199,7 +199,7 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_
 
     meta = {
         "format": FORMAT, "benchmark": bench.name, "knobs": dict(knobs or {}),
-        "data": data_fingerprint(getattr(bench, "path", None)), "family": family,
+        "data": data_fingerprint(bench.path), "family": family,
         "split": {"seed": bench.seed, "split_by": bench.split_by, "fractions": bench.fractions},
         "context_budget": context_budget, "top_k": top_k, "limit": limit,
         "embedder": resources.embedder.model_id, "objectives": metrics,

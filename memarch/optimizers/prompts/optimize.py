@@ -82,9 +82,9 @@ def check_prompt_optimizer(name: str) -> str:
 
 def check_benchmark(benchmark: Any) -> None:
     """Prompt optimisation replays the question stream of a conversation benchmark."""
-    from memarch.benchmarks.base import TaskBenchmark
+    from memarch.benchmarks.base import STREAM
 
-    if isinstance(benchmark, TaskBenchmark):
+    if benchmark.protocol != STREAM:
         raise MemarchError(f"--optimize-prompts works on conversation benchmarks; {benchmark.name} is an agent "
                            f"benchmark (its episodes are not replayed per question)")
 

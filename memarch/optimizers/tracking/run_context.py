@@ -56,9 +56,9 @@ def split_view(evaluator: Any, split: str) -> Any:
 
 def split_rows(view: Any) -> list[dict[str, Any]]:
     """One row per question (conversations) or task (agent benchmarks) of a split view."""
-    from memarch.benchmarks.base import TaskBenchmark
+    from memarch.benchmarks.base import COLLECT_DEPLOY
 
-    if isinstance(view, TaskBenchmark):
+    if view.protocol == COLLECT_DEPLOY:
         collect, _deploy = view.phases()
         kept = {t.id for t in collect}
         return [{"task_id": t.id, "task": t.text, "namespace": t.namespace,
@@ -91,17 +91,14 @@ def run_tags(evaluator: Any, *, strategy: str | None = None, seed: Any = None) -
     from memarch.pipeline.evaluation_record import data_sha256
 
     tags["memarch.benchmark"] = bench.name
-    path = getattr(bench, "path", None)
+    path = bench.path
     if path is not None:
         tags["memarch.data"] = str(Path(path).resolve())
         tags["memarch.data_sha256"] = data_sha256(path) or "unreadable"
     limit = evaluator.limit
     if limit is not None:
         tags["memarch.limit"] = str(limit)
-    from memarch.benchmarks.base import TaskBenchmark
-
-    # agent benchmarks split over tasks (their split_by is the stream benchmarks' setting, unused)
-    tags["memarch.split_by"] = "task" if isinstance(bench, TaskBenchmark) else str(getattr(bench, "split_by", ""))
+    tags["memarch.split_by"] = bench.split_unit
     for split in SPLITS:
         tags[f"memarch.split.{split}"] = str(len(split_rows(split_view(evaluator, split))))
     return tags
@@ -117,7 +114,7 @@ def split_datasets(evaluator: Any, splits: tuple[str, ...] = SPLITS) -> list[Any
     bench = _benchmark(evaluator)
     if bench is None:
         return []
-    path = getattr(bench, "path", None)
+    path = bench.path
     out = []
     for split in splits:
         rows = split_rows(split_view(evaluator, split))
