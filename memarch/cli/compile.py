@@ -215,10 +215,8 @@ def build_resources(args, roles):
 
 
 def evaluator_space(evaluator, lm):
-    """The architecture space the evaluator's benchmark is searched in."""
-    from memarch.pipeline.space import ArchitectureSpace
-
-    return ArchitectureSpace(evaluator.family, lm_available=lm is not None, opt_in=evaluator.opt_in_modules)
+    """The architecture space the evaluator's benchmark is searched in (compile() searches the same)."""
+    return evaluator.architecture_space(lm_available=lm is not None)
 
 
 def print_plan(args, evaluator, space) -> None:

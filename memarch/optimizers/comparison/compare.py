@@ -189,7 +189,7 @@ def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strat
     settings = SearchSettings.of(settings, **{**(COMPARE_DEFAULTS if settings is None else {}), **setting_changes})
     evaluator = as_evaluator(evaluator)
     if isinstance(space, str):
-        space = ArchitectureSpace(space, lm_available=lm is not None)
+        space = evaluator.architecture_space(space, lm_available=lm is not None)
     names = {(strat, seed): f"{study_prefix}-{space.family}-{strat}-s{seed}" for strat in strategies
              for seed in range(first_seed, first_seed + seeds)}
     if settings.storage and not settings.resume:

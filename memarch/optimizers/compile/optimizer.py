@@ -119,17 +119,21 @@ class MemarchOptimizer:
         return program
 
     def _space(self, student: Any) -> tuple[ArchitectureSpace, Architecture | None]:
+        """The space searched (the evaluator's: its opt-in modules too, as the CLI's) and the
+        student's architecture, when it has one."""
         from memarch.pipeline.program import MemoryProgram
 
-        lm_ok = self.lm is not None
+        def space(family: str | None) -> ArchitectureSpace:
+            return self.evaluator.architecture_space(family or "experience", lm_available=self.lm is not None)
+
         if isinstance(student, ArchitectureSpace):
             return student, None
         if isinstance(student, MemoryProgram):
-            return ArchitectureSpace(student.family or "experience", lm_available=lm_ok), student.architecture
+            return space(student.family), student.architecture
         if isinstance(student, Architecture):
-            return ArchitectureSpace(student.family or "experience", lm_available=lm_ok), student
+            return space(student.family), student
         if isinstance(student, str):
-            return ArchitectureSpace(student, lm_available=lm_ok), None
+            return space(student), None
         raise MemarchError(f"compile() takes a family name, an ArchitectureSpace or a MemoryProgram, "
                            f"not {type(student).__name__}")
 
