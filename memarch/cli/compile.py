@@ -143,7 +143,7 @@ def trace_lm_wanted(args) -> bool:
 
 
 def add_arguments(p) -> None:
-    add_search_arguments(p, default_budget=20)
+    add_search_arguments(p)
     p.add_argument("--preset", default=None, help="start from a human-designed preset (see `memarch presets`)")
     p.add_argument("--output", default=None, help="program JSON path (default OUT/<study>.program.json)")
     p.add_argument("--optimize-prompts", default="none", metavar="NAME",
@@ -160,7 +160,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     check_numbers(args)
-    from memarch.optimizers.prompts.optimize import check_prompt_optimizer
+    from memarch.optimizers.search.settings import check_prompt_optimizer
 
     check_prompt_optimizer(args.optimize_prompts)
     if args.prompt_examples < 1 or args.prompt_budget < 1:
@@ -229,12 +229,12 @@ def print_plan(args, evaluator, space) -> None:
         print(evaluator.memory_budget.describe())
 
 
-def search_settings(args, strategy: str, seed: int, study_name: str | None, *, finalists: int = 3):
+def search_settings(args, strategy: str, seed: int, study_name: str | None):
     """The `SearchSettings` of one run from the parsed options (compile's, and compare's template)."""
     from memarch.optimizers.compile import SearchSettings
 
     return SearchSettings(
-        finalists=finalists, strategy=strategy, budget=args.budget, seed=seed, k=args.k, storage=storage_url(args), study_name=study_name,
+        strategy=strategy, budget=args.budget, seed=seed, k=args.k, storage=storage_url(args), study_name=study_name,
         resume=args.resume, warm_start=args.warm_start, max_failures=args.max_failures, objectives=args.objectives,
         select=args.select, space_mode=args.space, pruner=args.pruner,
         prompt_optimizer=getattr(args, "optimize_prompts", "none"), prompt_examples=getattr(args, "prompt_examples", 20),
