@@ -42,6 +42,8 @@ def check_numbers(args) -> None:
     parse_selection(getattr(args, "select", None), args.objectives)
     if args.budget < 1:
         raise MemarchError(f"--budget must be at least 1, got {args.budget}")
+    if args.finalists < 1:
+        raise MemarchError(f"--finalists must be at least 1, got {args.finalists}")
     if args.seeds is not None and args.seeds < 1:
         raise MemarchError(f"--seeds must be at least 1, got {args.seeds}")
     if args.first_seed < 0:
@@ -234,7 +236,8 @@ def search_settings(args, strategy: str, seed: int, study_name: str | None):
     from memarch.optimizers.compile import SearchSettings
 
     return SearchSettings(
-        strategy=strategy, budget=args.budget, seed=seed, k=args.k, storage=storage_url(args), study_name=study_name,
+        strategy=strategy, budget=args.budget, finalists=args.finalists, seed=seed, k=args.k,
+        storage=storage_url(args), study_name=study_name,
         resume=args.resume, warm_start=args.warm_start, max_failures=args.max_failures, objectives=args.objectives,
         select=args.select, space_mode=args.space, pruner=args.pruner,
         prompt_optimizer=getattr(args, "optimize_prompts", "none"), prompt_examples=getattr(args, "prompt_examples", 20),

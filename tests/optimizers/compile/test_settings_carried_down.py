@@ -43,6 +43,18 @@ def test_one_budget_and_one_finalists_default_for_every_entry_point():
     assert _default(choose_on_validation, "finalists") == DEFAULT_FINALISTS
 
 
+def test_the_cli_takes_the_finalists_too(capsys):
+    from memarch.cli import main
+    from memarch.cli.compile import search_settings
+
+    args = build_parser(["compare"]).parse_args(["compare", "--budget", "12", "--finalists", "2"])
+    assert (search_settings(args, "guided", 0, None).budget, search_settings(args, "guided", 0, None).finalists) \
+        == (12, 2)  # compare's defaults before issue 48, still reachable
+    assert build_parser(["compile"]).parse_args(["compile"]).finalists == DEFAULT_FINALISTS
+    assert main(["compile", "--finalists", "0", "--no-tracking", "--storage", "memory"]) == 2
+    assert "--finalists must be at least 1" in capsys.readouterr().err
+
+
 def test_compare_runs_with_the_defaults_of_one_compile(space):
     """compare() and `memarch compare` re-score as many finalists as compile (2 before)."""
     cmp = compare(SyntheticMetric(n_queries=20), space, ["random"], seeds=1, budget=4, baselines=False)
