@@ -81,7 +81,7 @@ class MemarchOptimizer:
     def compile(self, student: Any, *, trainset: Any = "search", valset: Any = "validation",
                 testset: Any = "test") -> Any:
         """Search on ``trainset``, choose on ``valset``, report on ``testset``; returns a new program."""
-        run = CompileRun("", self.settings)
+        run = CompileRun(self.settings)
         prefetch = self.evaluator.prefetch([trainset, valset, testset]) if self.settings.prefetch else None
         try:
             return self._compile(student, run, trainset, valset, testset)

@@ -22,14 +22,15 @@ class CompileRun:
 
     Example::
 
-        run = CompileRun("conversation-guided-s0", settings)
+        run = CompileRun(settings)
+        run.study = settings.default_study_name("conversation")
         run.search, run.history = search, search.run(study)
         ...
         CompileReport.from_run(run)
     """
 
-    study: str
     settings: "SearchSettings"
+    study: str = ""  # the study's name, once the space (its family) is known
     started: float = field(default_factory=time.perf_counter)
     warm_start: list[str] = field(default_factory=list)  # round 0's architecture keys
     sampler: Any = None  # the strategy (its rounds and counts go into the report)
