@@ -32,6 +32,7 @@ def run_compare(args, out: Path) -> Path:
         return result
     cmd = [sys.executable, "-m", "memarch", "compare", "--benchmark", "locomo", "--data", str(args.locomo),
            "--space", "full", "--strategies", "guided", "--budget", str(args.budget), "--seeds", str(args.seeds),
+           "--finalists", "2",  # as measured (docs/search_results.md): compare's default before issue 48
            "--no-tracking", "--storage", f"sqlite:///{out.resolve()}/optuna.db", "--out", str(out)]
     if args.select:
         cmd += ["--objectives", "quality,memory_words", "--select", args.select]

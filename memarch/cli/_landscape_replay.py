@@ -13,6 +13,8 @@ HELP = "replay strategies against a landscape over seeds: captured gain, trials 
 
 
 def add_arguments(p) -> None:
+    from memarch.optimizers.search.settings import DEFAULT_BUDGET
+
     p.add_argument("file", help="a landscape .npz (memarch landscape build)")
     p.add_argument("--strategies", default="guided,random,tpe",
                    help="comma-separated, of guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc; "
@@ -20,7 +22,8 @@ def add_arguments(p) -> None:
     p.add_argument("--seeds", type=int, default=50, help="seeds per strategy (default 50)")
     p.add_argument("--first-seed", type=int, default=0,
                    help="seeds run from this one (default 0): measure on seeds other than those a setting was chosen on")
-    p.add_argument("--budget", type=int, default=20, help="distinct architectures per run (default 20)")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
+                   help=f"distinct architectures per run (default {DEFAULT_BUDGET})")
     p.add_argument("--horizon", type=int, default=None,
                    help="trials to continue to, to time the top (default 10 x budget)")
     p.add_argument("--metric", default=None, metavar="NAME",

@@ -7,12 +7,13 @@ import argparse
 from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
 
-def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> None:
-    """The options `compile` and `compare` share."""
+def add_search_arguments(p: argparse.ArgumentParser) -> None:
+    """The options `compile` and `compare` share (with the same defaults as `SearchSettings`)."""
     from memarch.benchmarks import BENCHMARKS, DEFAULT
     from memarch.cli._knobs import add_knob_argument
     from memarch.cli._memory_budget import add_memory_budget_argument
     from memarch.cli._metric import add_metric_argument
+    from memarch.optimizers.search.settings import DEFAULT_BUDGET, DEFAULT_FINALISTS
     from memarch.optimizers.search.study import DEFAULT_STORAGE
     from memarch.optimizers.tracking.tracker import DEFAULT_TRACKING_URI
 
@@ -20,7 +21,11 @@ def add_search_arguments(p: argparse.ArgumentParser, *, default_budget: int) -> 
     p.add_argument("--data", default=None, help="dataset path (locomo, babi; jsonl: your .jsonl file, docs/data.md)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions of each split (faster)")
     add_knob_argument(p)
-    p.add_argument("--budget", type=int, default=default_budget, help=f"evaluated trials (default {default_budget})")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
+                   help=f"distinct evaluated architectures per run (default {DEFAULT_BUDGET})")
+    p.add_argument("--finalists", type=int, default=DEFAULT_FINALISTS, metavar="N",
+                   help=f"top search architectures re-scored on validation to choose each run's pick "
+                        f"(default {DEFAULT_FINALISTS}; with several objectives: the search Pareto front)")
     p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
     p.add_argument("--first-seed", type=int, default=0,
                    help="the first seed (seeds FIRST..FIRST+SEEDS-1; spread seeds over processes or machines)")

@@ -13,7 +13,7 @@ HELP = "compare search strategies (guided, random, tpe, nsga2, gp, qmc, ...) at 
 def add_arguments(p) -> None:
     from memarch.cli._search_arguments import add_search_arguments
 
-    add_search_arguments(p, default_budget=12)
+    add_search_arguments(p)
     p.add_argument("--target", type=float, default=None,
                    help="search objective to reach (default: 99%% of the best any run found)")
     p.add_argument("--no-baselines", action="store_true", help="skip the presets and the no-memory baseline")
@@ -96,17 +96,16 @@ def _run(args, evaluator, space, strategies: list[str], roles):
     """Every strategy over the seeds, with a progress bar over all their trials."""
     from memarch.cli._progress import Progress
     from memarch.cli.compile import search_settings, tracker_for
-    from memarch.optimizers.comparison import compare
-    from memarch.optimizers.comparison.compare import COMPARE_DEFAULTS
+    from memarch.optimizers.comparison import CompareSettings, compare
 
-    seeds = args.seeds or 3
-    bar = Progress(args.budget * seeds * len(strategies), "compare")
+    comparison = CompareSettings(seeds=args.seeds or 3, first_seed=args.first_seed, target=args.target,
+                                 baselines=not args.no_baselines, workers=args.workers,
+                                 study_prefix=args.study_name or f"compare-{args.benchmark}")
+    bar = Progress(args.budget * comparison.seeds * len(strategies), "compare")
     try:
-        return compare(evaluator, space, strategies, seeds=seeds, settings=search_settings(args, "guided", 0, None, finalists=COMPARE_DEFAULTS["finalists"]),
-                       target=args.target, lm=roles.task if roles else None, meta_lm=roles.meta if roles else None,
-                       tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None,
-                       baselines=not args.no_baselines, study_prefix=args.study_name or f"compare-{args.benchmark}",
-                       on_trial=bar, first_seed=args.first_seed, workers=args.workers)
+        return compare(evaluator, space, strategies, search_settings(args, "guided", 0, None), comparison,
+                       lm=roles.task if roles else None, meta_lm=roles.meta if roles else None,
+                       tracker_factory=(lambda: tracker_for(args)) if not args.no_tracking else None, on_trial=bar)
     finally:
         bar.close()
 

@@ -42,6 +42,8 @@ def check_numbers(args) -> None:
     parse_selection(getattr(args, "select", None), args.objectives)
     if args.budget < 1:
         raise MemarchError(f"--budget must be at least 1, got {args.budget}")
+    if args.finalists < 1:
+        raise MemarchError(f"--finalists must be at least 1, got {args.finalists}")
     if args.seeds is not None and args.seeds < 1:
         raise MemarchError(f"--seeds must be at least 1, got {args.seeds}")
     if args.first_seed < 0:
@@ -143,7 +145,7 @@ def trace_lm_wanted(args) -> bool:
 
 
 def add_arguments(p) -> None:
-    add_search_arguments(p, default_budget=20)
+    add_search_arguments(p)
     p.add_argument("--preset", default=None, help="start from a human-designed preset (see `memarch presets`)")
     p.add_argument("--output", default=None, help="program JSON path (default OUT/<study>.program.json)")
     p.add_argument("--optimize-prompts", default="none", metavar="NAME",
@@ -160,7 +162,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     check_numbers(args)
-    from memarch.optimizers.prompts.optimize import check_prompt_optimizer
+    from memarch.optimizers.search.settings import check_prompt_optimizer
 
     check_prompt_optimizer(args.optimize_prompts)
     if args.prompt_examples < 1 or args.prompt_budget < 1:
@@ -215,10 +217,8 @@ def build_resources(args, roles):
 
 
 def evaluator_space(evaluator, lm):
-    """The architecture space the evaluator's benchmark is searched in."""
-    from memarch.pipeline.space import ArchitectureSpace
-
-    return ArchitectureSpace(evaluator.family, lm_available=lm is not None, opt_in=evaluator.opt_in_modules)
+    """The architecture space the evaluator's benchmark is searched in (compile() searches the same)."""
+    return evaluator.architecture_space(lm_available=lm is not None)
 
 
 def print_plan(args, evaluator, space) -> None:
@@ -231,12 +231,13 @@ def print_plan(args, evaluator, space) -> None:
         print(evaluator.memory_budget.describe())
 
 
-def search_settings(args, strategy: str, seed: int, study_name: str | None, *, finalists: int = 3):
+def search_settings(args, strategy: str, seed: int, study_name: str | None):
     """The `SearchSettings` of one run from the parsed options (compile's, and compare's template)."""
     from memarch.optimizers.compile import SearchSettings
 
     return SearchSettings(
-        finalists=finalists, strategy=strategy, budget=args.budget, seed=seed, k=args.k, storage=storage_url(args), study_name=study_name,
+        strategy=strategy, budget=args.budget, finalists=args.finalists, seed=seed, k=args.k,
+        storage=storage_url(args), study_name=study_name,
         resume=args.resume, warm_start=args.warm_start, max_failures=args.max_failures, objectives=args.objectives,
         select=args.select, space_mode=args.space, pruner=args.pruner,
         prompt_optimizer=getattr(args, "optimize_prompts", "none"), prompt_examples=getattr(args, "prompt_examples", 20),

@@ -2,16 +2,17 @@
 concerns they combine, each a folder of its own:
 
 - ``landscapes/`` tabulated landscapes: build, join, replay of strategies on one, compare against one;
-- ``comparison/`` `compare`: strategies side by side over seeds (and their Pareto fronts);
-- ``compile/``    `MemarchOptimizer`, `SearchSettings`, `CompileReport`;
+- ``comparison/`` `compare`, `CompareSettings`: strategies side by side over seeds (and their Pareto fronts);
+- ``compile/``    `MemarchOptimizer`, `CompileReport` (with `SearchSettings` and `PromptSettings`,
+                  defined in ``search/`` where the runner reads them);
 - ``runoff.py``   the top architectures re-scored on validation, the pick;
 - ``prompts/``    DSPy prompt optimisation of a program's LM modules;
 - ``finetune/``   the export of good memory decisions for fine-tuning;
 - ``tracking/``   MLflow: runs, run context, UI view, the pyfunc model, DSPy traces;
 - ``samplers/``   every strategy as an Optuna sampler (`MemarchSampler`): by name, brute force, GP,
                   guided, archive;
-- ``search/``     the Optuna search: parameter space, study, trial function, history, stop rules,
-                  the study's objectives, selection and the Pareto front;
+- ``search/``     the Optuna search: its settings, parameter space, study, trial function, history,
+                  stop rules, the study's objectives, selection and the Pareto front;
 - ``evaluators/`` `Evaluator`, the contract an architecture is scored through, and its kinds;
 - ``pruners/``    pruners by name and instance-by-instance scoring.
 
@@ -27,7 +28,8 @@ from typing import Any
 
 _EXPORTS = {
     "MemarchOptimizer": "compile", "CompileReport": "compile", "SearchSettings": "compile",
-    "compare": "comparison", "Comparison": "comparison",
+    "PromptSettings": "compile",
+    "compare": "comparison", "Comparison": "comparison", "CompareSettings": "comparison",
     "Evaluator": "evaluators", "BenchmarkEvaluator": "evaluators", "CachedEvaluator": "evaluators",
     "CallableEvaluator": "evaluators", "EvaluatorWrapper": "evaluators",
     "BenchmarkMetric": "evaluators", "CachedMetric": "evaluators",  # deprecated names (one release)

@@ -9,6 +9,7 @@ from memarch.optimizers.search.pareto import objective_front
 from memarch.optimizers.search.history import History
 from memarch.optimizers.evaluators.base import Evaluator
 from memarch.optimizers.search.runner import Metric
+from memarch.optimizers.search.settings import DEFAULT_FINALISTS
 from memarch.optimizers.search.selection import QUALITY_SELECTION, Selection
 from memarch.optimizers.search.selection import select as select_pick
 from memarch.optimizers.search.objectives import NAMES, SINGLE, value_of, values_of
@@ -17,7 +18,8 @@ from memarch.pipeline.architecture import Architecture
 MAX_FRONT_FINALISTS = 8  # search front members re-scored on validation in a multi-objective study
 
 
-def choose_on_validation(history: History, evaluator: Evaluator | Metric, valset: Any, finalists: int = 3, *,
+def choose_on_validation(history: History, evaluator: Evaluator | Metric, valset: Any,
+                         finalists: int = DEFAULT_FINALISTS, *,
                          objectives: tuple[str, ...] = SINGLE, selection: Selection = QUALITY_SELECTION,
                          details: dict[str, Any] | None = None) -> tuple[Architecture, dict[str, float | None]]:
     """The top search architectures plus the guarded champion — or, with several objectives, the

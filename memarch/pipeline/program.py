@@ -22,7 +22,7 @@ from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.prompt_state import apply_prompt
 from memarch.pipeline.registry import REGISTRY
 from memarch.pipeline.resources import Resources
-from memarch.pipeline.retrieval import Retrieval
+from memarch.pipeline.retrieval import DEFAULT_TOP_K, Retrieval
 from memarch.pipeline.space import ArchitectureSpace
 
 FORMAT = "memarch.program/1"
@@ -42,7 +42,8 @@ class MemoryProgram(dspy.Module):
     Args:
         architecture: an `Architecture` (or its dict form); validated against the registry.
         resources: embedder, LM and caches (default: bundled embedder, no LM).
-        top_k: items per read (4 as in AutoMem); the architecture's ``retrieve.top_k`` knob wins.
+        top_k: items per read (`DEFAULT_TOP_K`: 4, as in AutoMem); the architecture's
+            ``retrieve.top_k`` knob wins.
         context_budget: context budget in words (None: unlimited).
         config: per-module keyword arguments, ``{"store": {...}, "retriever": {...},
             "manager": {...}, "encoder:tip": {...}}``; the architecture's ``params`` (module knobs)
@@ -59,7 +60,7 @@ class MemoryProgram(dspy.Module):
     __getattribute__ = lean_getattribute
 
     def __init__(self, architecture: Architecture | dict, *, resources: Resources | None = None,
-                 top_k: int = 4, context_budget: int | None = None, config: dict[str, Any] | None = None,
+                 top_k: int = DEFAULT_TOP_K, context_budget: int | None = None, config: dict[str, Any] | None = None,
                  **renamed: Any):
         super().__init__()
         if renamed:  # ``budget_tokens=`` of earlier releases (with a warning)
@@ -217,10 +218,11 @@ class MemoryProgram(dspy.Module):
             if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
                 raise ValueError(f"context_budget must be an integer or null, not {budget!r}")
             arch, config = Architecture.from_dict(data["architecture"]), data.get("config") or {}
-            program = cls(arch, resources=resources, top_k=int(data.get("top_k", 4)), context_budget=budget, config=config)
+            top_k = int(data.get("top_k", DEFAULT_TOP_K))
+            program = cls(arch, resources=resources, top_k=top_k, context_budget=budget, config=config)
             pinned = _pinned_defaults(program, data.get("knob_defaults"), source)
             if pinned:  # built again with the saved defaults as explicit config
-                program = cls(arch, resources=resources, top_k=int(data.get("top_k", 4)), context_budget=budget,
+                program = cls(arch, resources=resources, top_k=top_k, context_budget=budget,
                               config=_with_knob_values(config, arch, program._space, pinned))
                 program.pinned_defaults = pinned
             for role, mod in program._modules():

@@ -14,6 +14,10 @@ from memarch.pipeline.items import MemoryItem
 _WORD = re.compile(r"\S+")
 # The default context budget, in words: what the reader gets unless told otherwise (ANCHORS 6).
 DEFAULT_CONTEXT_BUDGET = 200
+# Items per read when neither the caller nor the architecture's ``retrieve.top_k`` knob says (4, as
+# in AutoMem): a program's and a retriever's default, and the least an evaluation reads
+# (`memarch.benchmarks.evaluation.settings.default_top_k`: B / 10, at least this).
+DEFAULT_TOP_K = 4
 
 
 @lru_cache(maxsize=1 << 16)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from memarch.pipeline.deprecation import renamed_keywords
-from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
+from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET, DEFAULT_TOP_K
 from memarch.pipeline.settings import Settings
 
 # Keywords of earlier releases (one release of grace, with a warning).
@@ -15,8 +15,8 @@ RENAMED = {"objective": "metric", "budget_tokens": "context_budget"}
 
 
 def default_top_k(context_budget: int | None) -> int:
-    """Items per read when none is given: enough to fill the budget (B / 10, at least 4)."""
-    return max(4, (context_budget or DEFAULT_CONTEXT_BUDGET) // 10)
+    """Items per read when none is given: enough to fill the budget (B / 10, at least `DEFAULT_TOP_K`)."""
+    return max(DEFAULT_TOP_K, (context_budget or DEFAULT_CONTEXT_BUDGET) // 10)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from memarch.pipeline.resources import Resources
 from memarch.modules.retrievers._aware import fuse_aware
 from memarch.modules.retrievers._eligibility import eligible, excluded_fn
 from memarch.modules.retrievers._packing import pack_context, pool_size
-from memarch.pipeline.retrieval import Retrieval, ScoredItem
+from memarch.pipeline.retrieval import DEFAULT_TOP_K, Retrieval, ScoredItem
 
 
 class Retriever(dspy.Module):
@@ -46,7 +46,7 @@ class Retriever(dspy.Module):
     def rank(self, query: Query, store: Store, k: int) -> list[ScoredItem]:
         raise NotImplementedError
 
-    def retrieve(self, query: Query | str, store: Store, *, top_k: int = 4,
+    def retrieve(self, query: Query | str, store: Store, *, top_k: int = DEFAULT_TOP_K,
                  context_budget: int | None = None) -> Retrieval:
         if isinstance(query, str):
             query = Query(text=query)
@@ -58,6 +58,6 @@ class Retriever(dspy.Module):
         return pack_context(query, ranked, top_k=top_k, context_budget=context_budget, config=self.config,
                             embedder=self.resources.embedder, trace=trace, store=store)
 
-    def forward(self, query: Query | str, store: Store, top_k: int = 4,
+    def forward(self, query: Query | str, store: Store, top_k: int = DEFAULT_TOP_K,
                 context_budget: int | None = None) -> Retrieval:
         return self.retrieve(query, store, top_k=top_k, context_budget=context_budget)

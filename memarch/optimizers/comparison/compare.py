@@ -4,6 +4,7 @@ reach a target, each run's pick chosen on validation and reported on test beside
 human-designed presets and the no-memory agent; the winning strategy is chosen on validation."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import statistics
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from memarch.optimizers.compile import CompileReport, MemarchOptimizer, SearchSettings
 from memarch.optimizers.comparison.runs import run_jobs
+from memarch.optimizers.comparison.settings import CompareSettings
 from memarch.optimizers.compile.counts import NOTHING_COUNTED, describe_counts
 from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
 from memarch.optimizers.search.runner import Metric
@@ -23,9 +25,6 @@ if TYPE_CHECKING:
     from memarch.optimizers.comparison.fronts import FrontSummary
 
 logger = logging.getLogger(__name__)
-
-# The settings of compare when none are given: smaller runs than the defaults of one compile.
-COMPARE_DEFAULTS = {"budget": 20, "finalists": 2}
 
 
 def trials_to_target(curve: list[float], target: float) -> int | None:
@@ -165,36 +164,38 @@ class Comparison:
         return plot_fronts(self.runs, self.objectives, path)
 
 
-def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strategies: list[str], *,
-            seeds: int = 3, settings: SearchSettings | None = None, target: float | None = None, lm: Any = None,
-            meta_lm: Any = None, tracker_factory: Callable[[], Any] | None = None, baselines: bool = True,
-            study_prefix: str = "compare", on_trial: Callable | None = None, trainset: Any = "search",
-            valset: Any = "validation", testset: Any = "test", first_seed: int = 0, workers: int = 1,
+def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strategies: list[str],
+            settings: SearchSettings | None = None, comparison: CompareSettings | None = None, *, lm: Any = None,
+            meta_lm: Any = None, tracker_factory: Callable[[], Any] | None = None, on_trial: Callable | None = None,
+            trainset: Any = "search", valset: Any = "validation", testset: Any = "test",
             **setting_changes: Any) -> Comparison:
-    """Run every strategy with every seed (``first_seed`` .. ``first_seed + seeds - 1``) at the same
-    budget and warm start; ``target`` defaults to 99% of the best search score any run found.
+    """Run every strategy with every seed at the same budget and warm start.
 
     Example::
 
         cmp = compare(BenchmarkEvaluator("generated"), "conversation", ["guided", "random", "tpe"],
-                      seeds=3, budget=20)
+                      SearchSettings(budget=20), CompareSettings(seeds=3))
+        compare(evaluator, "conversation", ["guided", "random"], seeds=3, budget=20)   # by name
 
-    ``settings`` (`SearchSettings`; default: a budget of 20 and 2 finalists) are every run's, with
-    the strategy, seed and study name of each run set here; ``setting_changes`` change it by name
-    (``budget=``, ``objectives=``, ``space_mode=``, ``pruner=``, ``warm_start=``, ``k=``, ...). With
-    several objectives every study is multi-objective and the comparison adds each strategy's
-    fronts and hypervolumes (`fronts`). ``workers`` > 1 runs that many (strategy, seed) runs side
-    by side in forked processes (LM-free only: an LM serves one process); each run's report is the
-    one it gets alone (`memarch.optimizers.comparison.runs`)."""
-    settings = SearchSettings.of(settings, **{**(COMPARE_DEFAULTS if settings is None else {}), **setting_changes})
+    ``settings`` (`SearchSettings`, the defaults of one compile when None) are every run's, with
+    the strategy, seed and study name of each run set here; ``comparison`` (`CompareSettings`)
+    says the seeds (``first_seed`` .. ``first_seed + seeds - 1``), the ``target`` (default 99% of
+    the best search score any run found), the baselines, the studies' prefix and the ``workers``.
+    ``setting_changes`` change either by name (``budget=``, ``objectives=``, ``space_mode=``,
+    ``pruner=``, ``seeds=``, ``workers=``, ...). With several objectives every study is
+    multi-objective and the comparison adds each strategy's fronts and hypervolumes (`fronts`).
+    ``workers`` > 1 runs that many (strategy, seed) runs side by side in forked processes (LM-free
+    only: an LM serves one process); each run's report is the one it gets alone
+    (`memarch.optimizers.comparison.runs`)."""
+    settings, comparison = _settings(settings, comparison, setting_changes)
     evaluator = as_evaluator(evaluator)
     if isinstance(space, str):
-        space = ArchitectureSpace(space, lm_available=lm is not None)
-    names = {(strat, seed): f"{study_prefix}-{space.family}-{strat}-s{seed}" for strat in strategies
-             for seed in range(first_seed, first_seed + seeds)}
+        space = evaluator.architecture_space(space, lm_available=lm is not None)
+    names = {(strat, seed): f"{comparison.study_prefix}-{space.family}-{strat}-s{seed}" for strat in strategies
+             for seed in comparison.seed_range}
     if settings.storage and not settings.resume:
         _refuse_existing(settings.storage, names)
-    if workers > 1 and (lm is not None or meta_lm is not None):
+    if comparison.workers > 1 and (lm is not None or meta_lm is not None):
         from memarch.errors import MemarchError
 
         raise MemarchError("workers > 1 runs LM-free studies side by side; with an LM, run one at a time")
@@ -218,7 +219,7 @@ def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strat
     runs: dict[str, list[CompileReport]] = {}
     prefetch = evaluator.prefetch([trainset, valset, testset]) if settings.prefetch else None
     try:
-        reports = run_jobs(jobs, run_one, workers=workers, on_trial=on_trial)
+        reports = run_jobs(jobs, run_one, workers=comparison.workers, on_trial=on_trial)
     finally:
         if prefetch is not None:
             prefetch.stop()
@@ -226,16 +227,25 @@ def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strat
         runs.setdefault(strat, []).append(report)
     best = max(r.curve[-1] for reports in runs.values() for r in reports)
     metric = next((r.metric for reports in runs.values() for r in reports if r.metric), "")
+    target = comparison.target
     cmp = Comparison(budget=settings.budget, target=target if target is not None else 0.99 * best, runs=runs,
                      metric=metric, warm_start=settings.warm_start if isinstance(settings.warm_start, str) else "custom",
                      objectives=settings.objectives)
     before = evaluator.evaluations
-    if baselines:
+    if comparison.baselines:
         _score_baselines(cmp, evaluator, space, testset)
     if before is not None:
         cmp.evaluations = sum(r.extras.get("evaluations", 0) for rs in runs.values() for r in rs) + \
             evaluator.evaluations - before
     return cmp
+
+
+def _settings(settings: SearchSettings | None, comparison: CompareSettings | None,
+              changes: dict[str, Any]) -> tuple[SearchSettings, CompareSettings]:
+    """The search's and the comparison's settings, each with its changes by name."""
+    own = {f.name for f in dataclasses.fields(CompareSettings)}
+    return (SearchSettings.of(settings, **{k: v for k, v in changes.items() if k not in own}),
+            CompareSettings.of(comparison, **{k: v for k, v in changes.items() if k in own}))
 
 
 def _refuse_existing(storage: str, names: dict[tuple[str, int], str]) -> None:

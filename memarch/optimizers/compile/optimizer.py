@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -14,7 +13,7 @@ import optuna
 
 from memarch.errors import MemarchError
 from memarch.optimizers.compile.report import CompileReport
-from memarch.optimizers.compile.settings import SearchSettings
+from memarch.optimizers.compile.run import CompileRun
 from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
 from memarch.optimizers.pruners import make_pruner
 from memarch.optimizers.runoff import choose_on_validation
@@ -22,6 +21,7 @@ from memarch.optimizers.samplers.strategies import make_sampler
 from memarch.optimizers.search.history import History
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.optimizers.search.runner import Metric, Search
+from memarch.optimizers.search.settings import SearchSettings
 from memarch.optimizers.search.study import make_storage, open_study
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.deprecation import renamed_keywords
@@ -81,55 +81,56 @@ class MemarchOptimizer:
     def compile(self, student: Any, *, trainset: Any = "search", valset: Any = "validation",
                 testset: Any = "test") -> Any:
         """Search on ``trainset``, choose on ``valset``, report on ``testset``; returns a new program."""
-        started = time.perf_counter()
+        run = CompileRun(self.settings)
         prefetch = self.evaluator.prefetch([trainset, valset, testset]) if self.settings.prefetch else None
         try:
-            return self._compile(student, started, trainset, valset, testset)
+            return self._compile(student, run, trainset, valset, testset)
         finally:
             if prefetch is not None:
                 prefetch.stop()
 
-    def _compile(self, student: Any, started: float, trainset: Any, valset: Any, testset: Any) -> Any:
+    def _compile(self, student: Any, run: CompileRun, trainset: Any, valset: Any, testset: Any) -> Any:
+        s = self.settings
         space, start = self._space(student)
         param_space = self.param_space(space)
-        sampler = make_sampler(self.settings.strategy, param_space, seed=self.settings.seed, k=self.settings.k,
-                               lm=self.lm, meta_lm=self.meta_lm,
-                               no_memory=lambda: self.evaluator(None, trainset))  # only `archive` asks for it
-        name = self.settings.default_study_name(space.family)
+        run.sampler = make_sampler(s.strategy, param_space, seed=s.seed, k=s.k, lm=self.lm, meta_lm=self.meta_lm,
+                                   no_memory=lambda: self.evaluator(None, trainset))  # only `archive` asks for it
+        run.study = s.default_study_name(space.family)
         warm = self._warm_start(space, start)
-        self.study = study = self._open_study(name, sampler, param_space, warm)
-        search, history = self._search(study, param_space, space, trainset, warm)
-        validation: dict[str, Any] = {}
-        pick, finalists = choose_on_validation(history, self.evaluator, valset, self.settings.finalists,
-                                               objectives=self.settings.objectives,
-                                               selection=self.settings.selection, details=validation)
-        test_result = self._test(name, pick, testset)
-        program = self._program(pick, history.by_key(pick.key()), finalists[pick.key()], test_result)
-        prompts = self._prompts(program, finalists[pick.key()], trainset, valset, testset)
-        path = str(program.save(self.save_path, include_memory=False)) if self.save_path else None
-        self.report = CompileReport.from_run(
-            study=name, settings=self.settings, pick=pick, history=history, search=search, sampler=sampler,
-            finalists=finalists, validation=validation, test_result=test_result,
-            warm_start=[a.key() for a, _ in warm], wall_s=time.perf_counter() - started, program_path=path,
-            prompts=prompts)
+        run.warm_start = [a.key() for a, _ in warm]
+        self.study = study = self._open_study(run.study, run.sampler, param_space, warm)
+        run.search, run.history = self._search(study, param_space, space, trainset, warm)
+        run.pick, run.finalists = choose_on_validation(run.history, self.evaluator, valset, s.finalists,
+                                                       objectives=s.objectives, selection=s.selection,
+                                                       details=run.validation)
+        validation = run.finalists[run.pick.key()]
+        run.test_result = self._test(run.study, run.pick, testset)
+        program = self._program(run.pick, run.history.by_key(run.pick.key()), validation, run.test_result)
+        run.prompts = self._prompts(program, validation, trainset, valset, testset)
+        run.program_path = str(program.save(self.save_path, include_memory=False)) if self.save_path else None
+        self.report = CompileReport.from_run(run)
         if self.tracker is not None:
-            self._track(program, name)
-        logger.info("compiled %s: search %.4f validation %.4f test %s", pick.key(), self.report.search_score,
+            self._track(program, run.study)
+        logger.info("compiled %s: search %.4f validation %.4f test %s", run.pick.key(), self.report.search_score,
                     self.report.validation_score, self.report.test_score)
         return program
 
     def _space(self, student: Any) -> tuple[ArchitectureSpace, Architecture | None]:
+        """The space searched (the evaluator's: its opt-in modules too, as the CLI's) and the
+        student's architecture, when it has one."""
         from memarch.pipeline.program import MemoryProgram
 
-        lm_ok = self.lm is not None
+        def space(family: str | None) -> ArchitectureSpace:
+            return self.evaluator.architecture_space(family or "experience", lm_available=self.lm is not None)
+
         if isinstance(student, ArchitectureSpace):
             return student, None
         if isinstance(student, MemoryProgram):
-            return ArchitectureSpace(student.family or "experience", lm_available=lm_ok), student.architecture
+            return space(student.family), student.architecture
         if isinstance(student, Architecture):
-            return ArchitectureSpace(student.family or "experience", lm_available=lm_ok), student
+            return space(student.family), student
         if isinstance(student, str):
-            return ArchitectureSpace(student, lm_available=lm_ok), None
+            return space(student), None
         raise MemarchError(f"compile() takes a family name, an ArchitectureSpace or a MemoryProgram, "
                            f"not {type(student).__name__}")
 
@@ -152,9 +153,7 @@ class MemarchOptimizer:
         if self.tracker is not None:
             self.tracker.start(study, evaluator=self.evaluator, strategy=s.strategy, seed=s.seed, budget=s.budget,
                                family=space.family, warm_start=",".join(a.key() for a, _ in warm) or "none")
-        search = Search(self.evaluator, param_space, budget=s.budget, data=trainset, tracker=self.tracker,
-                        on_trial=self.on_trial, max_failures=s.max_failures, objectives=s.objectives,
-                        pruner=s.pruner)
+        search = Search(self.evaluator, param_space, s, data=trainset, tracker=self.tracker, on_trial=self.on_trial)
         history = search.run(study)
         if not history.records:
             raise MemarchError(f"study {study.study_name}: no architecture could be evaluated (see the log)")
@@ -191,10 +190,9 @@ class MemarchOptimizer:
 
         if not all(isinstance(x, str) for x in (trainset, valset)) or not isinstance(testset, (str, type(None))):
             raise MemarchError("prompt optimisation needs named splits (trainset, valset, testset)")
-        report = optimize_prompts(program, self.evaluator, s.prompt_optimizer, lm=self.lm, meta_lm=self.meta_lm,
-                                  trainset=trainset, valset=valset, testset=testset,
-                                  examples=s.prompt_examples, budget=s.prompt_budget, seed=s.seed or 0,
-                                  tracker=self.tracker, validation_before=validation)
+        report = optimize_prompts(program, self.evaluator, s.prompts, lm=self.lm, meta_lm=self.meta_lm,
+                                  trainset=trainset, valset=valset, testset=testset, tracker=self.tracker,
+                                  validation_before=validation)
         logger.info("%s", report.line())
         if report.kept == "optimised" and program.evaluation is not None:
             scores = {**program.evaluation.scores, "validation": report.validation_after,

@@ -15,10 +15,9 @@ from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.deprecation import deprecated_attribute
 
 if TYPE_CHECKING:
-    from memarch.optimizers.compile.settings import SearchSettings
+    from memarch.optimizers.compile.run import CompileRun
     from memarch.optimizers.search.history import History
     from memarch.optimizers.search.runner import Search
-    from memarch.pipeline.trial import TrialResult
 
 logger = logging.getLogger(__name__)
 
@@ -79,14 +78,17 @@ class CompileReport:
     objective = deprecated_attribute("objective", "metric", "CompileReport")
 
     @classmethod
-    def from_run(cls, *, study: str, settings: "SearchSettings", pick: Architecture, history: "History",
-                 search: "Search", sampler: Any, finalists: dict[str, float | None], validation: dict[str, Any],
-                 test_result: "TrialResult | None", warm_start: list[str], wall_s: float,
-                 program_path: str | None = None, prompts: Any = None) -> "CompileReport":
-        """The report of a finished compile: ``history`` of the search, the runoff's ``finalists``
-        and ``validation`` details, the pick's ``test_result`` (None: not run), ``prompts`` (a
-        `PromptReport` of stage two, or None). A failed test evaluation is counted, never a 0.0."""
+    def from_run(cls, run: "CompileRun") -> "CompileReport":
+        """The report of a finished compile, from its record (`CompileRun`): the search's
+        ``history``, the runoff's ``finalists`` and ``validation`` details, the pick's
+        ``test_result`` (None: not run), ``prompts`` (a `PromptReport` of stage two, or None). A
+        failed test evaluation is counted, never a 0.0."""
         from memarch.optimizers.prompts.optimize import NOTHING
+
+        study, settings, pick, history, search, sampler = \
+            run.study, run.settings, run.pick, run.history, run.search, run.sampler
+        finalists, validation, test_result, prompts = run.finalists, run.validation, run.test_result, run.prompts
+        warm_start, wall_s, program_path = run.warm_start, run.wall_s, run.program_path
 
         best = history.by_key(pick.key())
         test_failed = test_result is not None and test_result.failed

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from memarch.pipeline.architecture import Architecture
     from memarch.pipeline.evaluation_record import EvaluationRecord
     from memarch.pipeline.prefetch import Prefetch
+    from memarch.pipeline.space import ArchitectureSpace
     from memarch.pipeline.trial import TrialResult
 
 class Evaluator(abc.ABC):
@@ -31,7 +32,7 @@ class Evaluator(abc.ABC):
 
     Members (each with a default here): ``family``, ``metric``, ``benchmark``, ``limit``,
     ``settings``, ``memory_budget``, ``evaluations``, ``opt_in_modules``, `supports_instances`,
-    `program_settings`, `evaluation_record`, `prefetch`.
+    `program_settings`, `evaluation_record`, `prefetch`; `architecture_space` is built from them.
     """
 
     @abc.abstractmethod
@@ -101,6 +102,14 @@ class Evaluator(abc.ABC):
         """Start embedding, on the idle core, the texts evaluating on ``data`` (split names) will
         embed; the running `Prefetch` (its ``stop()`` ends it) or None when there is nothing to do."""
         return None
+
+    def architecture_space(self, family: str | None = None, *, lm_available: bool = True) -> "ArchitectureSpace":
+        """The space this evaluator is searched in: ``family`` (default its own), with the opt-in
+        modules when it declares them (``opt_in_modules``). compile, compare and the CLI all take
+        their space from here, so the library and the CLI search the same one."""
+        from memarch.pipeline.space import ArchitectureSpace
+
+        return ArchitectureSpace(family or self.family, lm_available=lm_available, opt_in=self.opt_in_modules)
 
 
 class CallableEvaluator(Evaluator):

@@ -15,6 +15,7 @@ from memarch.optimizers.landscapes.report import ReplayReport, ReplayRun
 from memarch.optimizers.landscapes.snap import Snap, random_order
 from memarch.pipeline.presets import warm_start_architectures
 from memarch.optimizers.search.runner import Search, StudyStopped
+from memarch.optimizers.search.settings import DEFAULT_BUDGET, DEFAULT_FINALISTS, SearchSettings
 from memarch.optimizers.search.param_space import ParamSpace
 from memarch.optimizers.pruners import check_pruner, instance_of, make_pruner
 from memarch.optimizers.search.history import fidelity_of
@@ -89,8 +90,9 @@ class Replay:
             the first (complete) top architecture.
     """
 
-    def __init__(self, landscape: "Landscape", *, metric: str | None = None, budget: int = 20,
-                 horizon: int | None = None, warm_start: str = "presets", k: int = 3, finalists: int = 3,
+    def __init__(self, landscape: "Landscape", *, metric: str | None = None, budget: int = DEFAULT_BUDGET,
+                 horizon: int | None = None, warm_start: str = "presets", k: int = 3,
+                 finalists: int = DEFAULT_FINALISTS,
                  top_share: float = 0.01, threshold: float = 0.5, pruner: str = "none", **renamed: Any):
         from memarch.optimizers.landscapes.evaluator import LandscapeEvaluator
         from memarch.pipeline.deprecation import renamed_keywords
@@ -142,8 +144,9 @@ class Replay:
         if self.sampled and name == "random":  # random search on the table: uniform, without replacement
             for arch in random_order(self.landscape, seed, warm_keys)[:self.horizon - len(warm_keys)]:
                 study.enqueue_trial(ss.to_params(arch), user_attrs={"role": "random_order"})
-        search = Search(self.evaluator, ss, budget=self.horizon, data="search", max_failures=5,
-                        stuck_limit=20 * self.horizon + 100, callbacks=[snap] if snap else None, pruner=pruner)
+        # Runs continue to the horizon (to time the top); the pick comes from the budget's prefix.
+        search = Search(self.evaluator, ss, SearchSettings(budget=self.horizon, pruner=pruner), data="search",
+                        callbacks=[snap] if snap else None)
         if snap is not None:
             snap.search = search
         stopped = None

@@ -15,6 +15,7 @@ import dspy
 from memarch.errors import MemarchError
 from memarch.optimizers.prompts.metric import PromptMetric
 from memarch.optimizers.prompts.runs import PromptRuns
+from memarch.optimizers.search.settings import PromptSettings
 from memarch.optimizers.prompts.student import (
     READER,
     PromptStudent,
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROMPT_OPTIMIZERS = ("none", "bootstrap", "mipro", "gepa")
 NOTHING = "nothing to optimise"
 
 
@@ -73,13 +73,6 @@ class PromptReport:
                 "error": self.error, "wall_s": round(self.wall_s, 2), "summary": self.line()}
 
 
-def check_prompt_optimizer(name: str) -> str:
-    if name not in PROMPT_OPTIMIZERS:
-        raise MemarchError(f"unknown prompt optimizer {name!r} (--optimize-prompts); expected one of "
-                           f"{', '.join(PROMPT_OPTIMIZERS)}")
-    return name
-
-
 def check_benchmark(benchmark: Any) -> None:
     """Prompt optimisation replays the question stream of a conversation benchmark."""
     from memarch.benchmarks.base import STREAM
@@ -89,30 +82,35 @@ def check_benchmark(benchmark: Any) -> None:
                            f"benchmark (its episodes are not replayed per question)")
 
 
-def optimize_prompts(program: MemoryProgram, evaluator: "Evaluator", optimizer: str, *, lm: Any = None,
-                     meta_lm: Any = None, trainset: str = "search", valset: str = "validation",
-                     testset: str | None = "test", examples: int = 20, budget: int = 60, seed: int = 0,
-                     tracker: Any = None, validation_before: float | None = None) -> PromptReport:
+def optimize_prompts(program: MemoryProgram, evaluator: "Evaluator", settings: PromptSettings | str, *,
+                     lm: Any = None, meta_lm: Any = None, trainset: str = "search", valset: str = "validation",
+                     testset: str | None = "test", tracker: Any = None, validation_before: float | None = None,
+                     **setting_changes: Any) -> PromptReport:
     """Optimise ``program``'s prompts in place (kept only if validation does not drop).
 
     Example::
 
-        report = optimize_prompts(program, evaluator, "bootstrap", lm=lm)
+        report = optimize_prompts(program, evaluator, PromptSettings("gepa", examples=10), lm=lm)
+        optimize_prompts(program, evaluator, "bootstrap", lm=lm, examples=6)   # the optimizer's name, by name
         report.validation_before, report.validation_after, program.save("p.json")
 
     Args:
         program: the compiled program; its prompts (and ``reader_prompts``) are the start.
         evaluator: the `BenchmarkEvaluator` (or a wrapper of one) the architecture was chosen
             with; its benchmark, limit and settings (reader, judge, metric) score the prompts.
-        optimizer: ``bootstrap`` (BootstrapFewShot: demos), ``mipro`` (MIPROv2: instructions and
-            demos) or ``gepa`` (GEPA: instructions, from textual feedback on failures).
+        settings: the `PromptSettings` (optimizer, examples per split, budget, seed; compile's:
+            ``SearchSettings.prompts``), or an optimizer's name; ``setting_changes`` change it by
+            name (``examples=``, ``budget=``, ``seed=``).
         lm: the task LM (the DSPy default inside the optimizer); meta_lm: MIPRO's proposer and GEPA's
             reflection LM (default ``lm``).
-        examples: questions of each split used inside the optimizer (the first, in stream order).
-        budget: GEPA's metric calls; MIPRO's trials are ``budget // len(valset examples)``.
+        trainset, valset, testset: the named splits it learns on, keeps or drops on, and reports
+            on (None: no test).
         validation_before: the program's validation score when already measured (compile's).
     """
-    check_prompt_optimizer(optimizer)
+    if isinstance(settings, str):
+        settings = PromptSettings(settings)
+    settings = PromptSettings.of(settings, **setting_changes)
+    optimizer, examples, budget = settings.optimizer, settings.examples, settings.budget
     started = time.perf_counter()
     report = PromptReport(optimizer)
     if optimizer == "none":
@@ -138,8 +136,7 @@ def optimize_prompts(program: MemoryProgram, evaluator: "Evaluator", optimizer: 
         validation_before = score(program, evaluator, valset)
     report.validation_before = validation_before
     runs.step("validation before", {"validation_score": validation_before})
-    prompts = _optimised_prompts(report, runtime, train, val, optimizer, lm=lm, meta_lm=meta_lm, budget=budget,
-                                 seed=seed, runs=runs)
+    prompts = _optimised_prompts(report, runtime, train, val, settings, lm=lm, meta_lm=meta_lm, runs=runs)
     candidate = with_prompts(program, prompts)
     report.validation_after = score(candidate, evaluator, valset) if prompts else validation_before
     runs.step("validation after", {"validation_score": report.validation_after})
@@ -156,17 +153,18 @@ def optimize_prompts(program: MemoryProgram, evaluator: "Evaluator", optimizer: 
     return report
 
 
-def _optimised_prompts(report: PromptReport, runtime: StudentRuntime, train: list, val: list, optimizer: str, *,
-                       lm: Any, meta_lm: Any, budget: int, seed: int, runs: PromptRuns) -> dict[str, Any]:
+def _optimised_prompts(report: PromptReport, runtime: StudentRuntime, train: list, val: list,
+                       settings: PromptSettings, *, lm: Any, meta_lm: Any, runs: PromptRuns) -> dict[str, Any]:
     """The DSPy optimizer run over the student: the prompts it ends with ({} when it failed: said in
     ``report.error``), its counts and the predictors it changed, recorded in ``report``."""
+    optimizer, budget = settings.optimizer, settings.budget
     scorer = PromptMetric(feedback=optimizer == "gepa")
     student = PromptStudent(runtime)
     start = {prompt_name(n): prompt_of(p) for n, p in student.named_predictors()}
     t0 = time.perf_counter()
     try:
         with dspy.context(lm=lm):
-            compiled = _teleprompter(optimizer, scorer, runtime, lm, meta_lm, len(val), budget, seed) \
+            compiled = _teleprompter(settings, scorer, runtime, lm, meta_lm) \
                 .compile(student, trainset=train, **_compile_kwargs(optimizer, val, budget))
     except Exception as exc:  # an optimizer's failure leaves the program as it was, said in one line
         log.warning("prompt optimisation (%s) failed: %s", optimizer, exc)
@@ -197,9 +195,10 @@ def _reader(evaluator: "Evaluator", program: MemoryProgram) -> Any:
     return reader
 
 
-def _teleprompter(optimizer: str, metric: PromptMetric, runtime: StudentRuntime, lm: Any, meta_lm: Any,
-                  n_val: int, budget: int, seed: int) -> Any:
-    """The DSPy optimizer, sized for ``budget`` (one thread: the runtime's memories are shared)."""
+def _teleprompter(settings: PromptSettings, metric: PromptMetric, runtime: StudentRuntime, lm: Any,
+                  meta_lm: Any) -> Any:
+    """The DSPy optimizer, sized for ``settings.budget`` (one thread: the runtime's memories are shared)."""
+    optimizer, budget, seed = settings.optimizer, settings.budget, settings.seed
     if optimizer == "bootstrap":
         # Labeled demos would put a question/answer example into every predictor, encoders included:
         # only demos bootstrapped from each predictor's own successful calls.

@@ -1,6 +1,7 @@
 """`Search`: one worker of a study — ``study.optimize`` with memarch's trial function and stop rules,
 until the study holds ``budget`` distinct evaluated architectures. Any number of workers can share
-a study; invalid draws and repeats are shown and never counted; N failed trials in a row stop it."""
+a study; invalid draws and repeats are shown and never counted; N failed trials in a row stop it.
+It runs with the compile's `SearchSettings`, carried down as one object."""
 from __future__ import annotations
 
 import logging
@@ -14,7 +15,7 @@ from memarch.optimizers.search.history import History
 from memarch.optimizers.evaluators.base import Evaluator
 from memarch.optimizers.search.trial_function import TrialFunction, Metric, TrialFailed, distinct_taken
 from memarch.optimizers.search.study import fail_stale
-from memarch.optimizers.search.objectives import SINGLE
+from memarch.optimizers.search.settings import SearchSettings
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.deprecation import deprecated_attribute
 from memarch.pipeline.trial import TrialResult
@@ -45,44 +46,50 @@ class Search:
     Example::
 
         study = optuna.create_study(direction="maximize", sampler=make_sampler("guided", space))
-        search = Search(evaluator, space, budget=20, data="search")
+        search = Search(evaluator, space, SearchSettings(budget=20), data="search")
         history = search.run(study)
         search.stats()   # {"evaluated": 20, "invalid": 1, "repeats": 0, "failed": 0, ...}
+        Search(evaluator, space, budget=20, pruner="sha")   # settings by name work too
 
     Args:
         evaluator: an `Evaluator` (or a plain ``function(architecture, data) -> TrialResult``).
         space: the `ParamSpace`.
-        budget: distinct evaluated architectures the study should hold (invalid draws, repeats and
-            failed trials do not count).
+        settings: the `SearchSettings` it reads — ``budget`` (distinct evaluated architectures the
+            study should hold; with a pruner, full-evaluation equivalents: a trial pruned after 2 of
+            5 dialogues costs 0.4), ``max_failures``, ``stuck_limit``, ``objectives`` (the study
+            must have one direction per objective: `open_study` creates it so) and ``pruner`` (the
+            study's pruner must be ``make_pruner(pruner)``); ``setting_changes`` are changes to it by
+            name.
         data: what the evaluator scores on (a split name such as ``"search"``).
         tracker: optional MLflow tracker (a nested run per trial, counts on the parent).
         on_trial: called with (trial number, architecture, result) after each evaluation.
-        max_failures: consecutive failed trials that stop the study (0: never).
-        stuck_limit: trials in a row that evaluate nothing new before the study is stopped
-            (default 20 x budget + 100).
-        objectives: ``("quality",)`` or quality and costs (`parse_objectives`); the study must
-            have one direction per objective (`open_study` creates it so).
         callbacks: more Optuna callbacks, called after each trial (a replay's `Snap`).
-        pruner: ``none`` or a `pruners.PRUNERS` name (the study's pruner must be
-            ``make_pruner(pruner)``); with a pruner, ``budget`` counts full-evaluation equivalents
-            (a trial pruned after 2 of 5 dialogues costs 0.4).
     """
 
-    def __init__(self, evaluator: Evaluator | Metric, space: "ParamSpace", *, budget: int, data: Any = "search",
-                 tracker: SearchTracker | None = None, on_trial: Callable[[int, Architecture, TrialResult], None] | None = None,
-                 max_failures: int = 5, stuck_limit: int | None = None, objectives: tuple[str, ...] = SINGLE,
-                 callbacks: list[Callable[..., None]] | None = None, pruner: str | None = "none"):
+    def __init__(self, evaluator: Evaluator | Metric, space: "ParamSpace", settings: SearchSettings | None = None, *,
+                 data: Any = "search", tracker: SearchTracker | None = None,
+                 on_trial: Callable[[int, Architecture, TrialResult], None] | None = None,
+                 callbacks: list[Callable[..., None]] | None = None, **setting_changes: Any):
+        self.settings = SearchSettings.of(settings, **setting_changes)
         self.space = space
         self.callbacks = list(callbacks or [])
-        self.objectives = tuple(objectives)
-        self.budget = int(budget)
         self.tracker = tracker
-        self.trial_function = TrialFunction(evaluator, space, data=data, budget=self.budget, on_result=on_trial,
-                                            objectives=self.objectives, pruner=pruner)
-        self.pruner = self.trial_function.pruner
-        self.rules = [StopAtBudget(self.budget), StopOnFailures(max_failures),
-                      StopWhenStuck(stuck_limit or 20 * self.budget + 100)]
+        self.trial_function = TrialFunction(evaluator, space, self.settings, data=data, on_result=on_trial)
+        self.rules = [StopAtBudget(self.budget), StopOnFailures(self.settings.max_failures),
+                      StopWhenStuck(self.settings.stop_when_stuck)]
         self.stop_reason: str | None = None
+
+    @property
+    def budget(self) -> int:
+        return self.settings.budget
+
+    @property
+    def objectives(self) -> tuple[str, ...]:
+        return self.settings.objectives
+
+    @property
+    def pruner(self) -> str:
+        return self.settings.pruner
 
     objective = deprecated_attribute("objective", "trial_function", "Search")
 

@@ -26,10 +26,11 @@ import optuna
 from optuna.trial import TrialState
 
 from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
-from memarch.optimizers.pruners import InstanceReporter, check_pruner
+from memarch.optimizers.pruners import InstanceReporter
 from memarch.optimizers.search.history import ARCH_ATTR, FIDELITY_ATTR, REPEAT_ATTR, RESULT_ATTR, compact
 from memarch.optimizers.search.study import fail_stale
 from memarch.optimizers.search.objectives import SINGLE, values_of
+from memarch.optimizers.search.settings import SearchSettings
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.deprecation import renamed_keywords
 from memarch.pipeline.trial import QueryOutcome, TrialResult
@@ -96,39 +97,44 @@ class TrialFunction:
 
     Example::
 
-        trial_function = TrialFunction(evaluator, space, data="search")
+        trial_function = TrialFunction(evaluator, space, data="search")   # in a loop of your own
         study.optimize(trial_function, n_trials=10, catch=(TrialFailed,))
+        TrialFunction(evaluator, space, SearchSettings(budget=20, pruner="sha"))   # what `Search` runs
 
     Args:
         evaluator: an `Evaluator` (or a plain ``function(architecture, data) -> TrialResult``).
         space: the `ParamSpace` (distributions and validity).
-        data: what the metric scores on (a split name such as ``"search"``).
-        budget: distinct architectures the study should hold; a trial started when they are all
-            taken by other workers is pruned (None: no check).
+        settings: the `SearchSettings` it reads (``setting_changes``: changes to it by name):
+            ``objectives`` — ``("quality",)`` (one value per trial) or quality and costs (a tuple
+            per trial, for a study created with one direction per objective); ``pruner`` —
+            ``none``, or a pruner of `pruners.PRUNERS` (the study must have been created with
+            `pruners.make_pruner` of the same name): the evaluator scores instance by instance and
+            a trial the pruner stops is PRUNED with its partial outcomes and ``fidelity`` (the share
+            of instances it saw), ``budget`` then counting full-evaluation equivalents; ``budget`` —
+            distinct architectures the study should hold: a trial started when they are all taken
+            by other workers is pruned. Without settings or ``budget=`` (a loop of your own) the
+            budget is not checked.
+        data: what the evaluator scores on (a split name such as ``"search"``).
         on_result: called with (trial number, architecture, result) after each evaluation (a
             pruned one too: its ``result.metadata["instances"]`` says how many dialogues it saw).
-        objectives: ``("quality",)`` (one value per trial) or quality and costs (a tuple per
-            trial, for a study created with one direction per objective).
-        pruner: ``none``, or a pruner of `pruners.PRUNERS` (the study must have been created with
-            `pruners.make_pruner` of the same name): the evaluator scores instance by instance and a
-            trial the pruner stops is PRUNED with its partial outcomes and ``fidelity`` (the share
-            of instances it saw); ``budget`` then counts full-evaluation equivalents.
     """
 
-    def __init__(self, evaluator: Evaluator | Metric, space: "ParamSpace", *, data: Any = "search", budget: int | None = None,
-                 on_result: Callable[[int, Architecture, TrialResult], None] | None = None,
-                 objectives: tuple[str, ...] = SINGLE, pruner: str | None = "none"):
+    def __init__(self, evaluator: Evaluator | Metric, space: "ParamSpace", settings: SearchSettings | None = None, *,
+                 data: Any = "search", on_result: Callable[[int, Architecture, TrialResult], None] | None = None,
+                 **setting_changes: Any):
+        self.settings = SearchSettings.of(settings, **setting_changes)
         self.evaluator = as_evaluator(evaluator)
-        self.pruner = check_pruner(pruner)
-        if self.pruner != "none" and len(objectives) > 1:
+        self.pruner = self.settings.pruner
+        self.objectives = self.settings.objectives
+        if self.pruner != "none" and len(self.objectives) > 1:
             from memarch.errors import MemarchError
 
             raise MemarchError(f"--pruner {self.pruner} needs one objective (Optuna prunes single-objective "
-                               f"studies only), not {', '.join(objectives)}")
-        self.objectives = tuple(objectives)
+                               f"studies only), not {', '.join(self.objectives)}")
         self.space = space
         self.data = data
-        self.budget = budget
+        # The study's budget when a search (or the caller) says it; a plain loop of one's own has none.
+        self.budget = self.settings.budget if settings is not None or "budget" in setting_changes else None
         self.on_result = on_result
         self.invalid: list[tuple[int, str, str]] = []  # (trial number, architecture, broken rule)
         self.repeats: list[tuple[int, str, int]] = []  # (trial number, architecture, first trial)
