@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from memarch.pipeline.retrieval import DEFAULT_TOP_K
 from memarch.benchmarks.base import SPLITS, STREAM, Benchmark
 from memarch.optimizers.landscapes.table import EVIDENCE_SEP, FORMAT, Landscape
 from memarch.optimizers.landscapes.join import join, settings
 from memarch.optimizers.landscapes.unit import SHARED_MEMORY, SHARED_WRITE, Unit, UnitRows, evaluate_unit
 from memarch.errors import MemarchError
-from memarch.benchmarks.evaluation.settings import EvaluationSettings
+from memarch.benchmarks.evaluation.settings import EvaluationSettings, default_top_k
 from memarch.benchmarks.evaluation.stream import run_stream
 from memarch.benchmarks.metrics.registry import METRICS
 from memarch.pipeline.resources import Resources
@@ -184,7 +185,7 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_
     resources = resources or Resources()
     if resources.lm is not None:
         raise MemarchError("landscapes are LM-free: build them without an LM")
-    top_k = max(4, context_budget // 10)
+    top_k = default_top_k(context_budget) if context_budget else DEFAULT_TOP_K
     family = bench.family
     space = ArchitectureSpace(family, lm_available=False)
     archs, preset_keys, added = _architectures(space, sample, seed, architectures, presets)
