@@ -22,7 +22,6 @@ from memarch.app.program_file import build_program, claim, read_program
 from memarch.app.records import MemoryRecord
 from memarch.app.vectors import item_vectors, private_embedder
 from memarch.pipeline.resources import Resources
-from memarch.pipeline.text_caches import forget_texts
 
 __all__ = ["Memory", "MemoryRecord"]
 
@@ -385,8 +384,8 @@ class Memory:
         rows = self.db.items(since=0)
         if self._seen != (-1, -1):  # the first load already built one
             if purges != self._seen[1]:  # a user was deleted (here or by another process): no text
-                self.resources.embedder.forget()  # of theirs stays in this process's memos
-                forget_texts()
+                self.resources.embedder.forget()  # of theirs stays in this memory's memos, and no
+                self.resources.forget_texts()  # other memory's are touched
             self.program, self._touched = build_program(self._data, self.resources, self._source)
         if rows:
             with self._vector_cache.loading():

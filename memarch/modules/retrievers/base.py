@@ -56,7 +56,7 @@ class Retriever(dspy.Module):
         trace: dict[str, Any] = {"retriever": self.name}
         ranked = fuse_aware(query, ranked, store, config=self.config, embedder=self.resources.embedder, trace=trace)
         return pack_context(query, ranked, top_k=top_k, context_budget=context_budget, config=self.config,
-                            embedder=self.resources.embedder, trace=trace, store=store)
+                            embedder=self.resources.embedder, trace=trace, store=store, texts=self.resources.texts)
 
     def forward(self, query: Query | str, store: Store, top_k: int = 4,
                 context_budget: int | None = None) -> Retrieval:
