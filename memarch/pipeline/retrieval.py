@@ -158,7 +158,7 @@ def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: 
     the lines' headers as `item_header` makes them compact. ``texts``: whose memos the lines and
     their words are kept in (the retriever's `Resources.texts`).
     """
-    lines_of = ContextLines.of(texts)
+    lines_of = texts[ContextLines] if texts is not None else ContextLines.of(None)
     formatted, words = lines_of.formatted, lines_of.words
     kept: list[ScoredItem] = []
     lines: list[str] = []
