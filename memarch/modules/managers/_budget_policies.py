@@ -68,7 +68,8 @@ def merge_near_duplicates(manager: Any, store: Any, namespace: str, budget: int)
         return
     now = manager.tick(store, namespace)
     threshold = manager.budget_merge_threshold
-    for g in clusters(items, store.vectors(items), threshold, cross_type=manager.cross_type, texts=store.resources.texts):
+    for g in clusters(items, store.vectors(items), threshold, cross_type=manager.cross_type,
+                      texts=store.resources.texts):
         if active_words(store, namespace) <= budget:
             return
         members = [items[i] for i in g]

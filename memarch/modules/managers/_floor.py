@@ -259,7 +259,8 @@ class FloorManager(Manager):
                     return False
                 continue
             # A near-duplicate only merges into an item that says everything it says (`_content`).
-            if sim >= dedup and (self.cross_type or other.kind == item.kind) and may_absorb(other.text, item.text, texts):
+            if sim >= dedup and (self.cross_type or other.kind == item.kind) \
+                    and may_absorb(other.text, item.text, texts):
                 self._collapse(item, other, store, f"cosine {sim:.2f}", sim)
                 return False
         return True

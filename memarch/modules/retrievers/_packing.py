@@ -195,7 +195,8 @@ class _SentenceChoice:
 
     def _said(self, r: int, j: int, sentence: str) -> tuple[str, Any]:
         """What a sentence says, and when: its words without the item's lead, and the item's date."""
-        return self.memo.body(_strip_lead(sentence, self.leads[r]) if j == 0 else sentence), self.ranked[r].item.event_time
+        body = self.memo.body(_strip_lead(sentence, self.leads[r]) if j == 0 else sentence)
+        return body, self.ranked[r].item.event_time
 
     def _shared_line_cost(self, r: int, j: int, sentence: str) -> int:
         """On a shared line: the sentence's words without the lead; the lead once per line."""
