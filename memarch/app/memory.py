@@ -23,7 +23,6 @@ from memarch.app.records import MemoryRecord
 from memarch.app.transaction import Transaction
 from memarch.app.vectors import private_embedder
 from memarch.pipeline.resources import Resources
-from memarch.pipeline.text_caches import forget_texts
 
 __all__ = ["Memory", "MemoryRecord"]
 
@@ -355,8 +354,8 @@ class Memory:
         rows = self.db.items(since=0)
         if self._seen != (-1, -1):  # the first load already built one
             if purges != self._seen[1]:  # a user was deleted (here or by another process): no text
-                self.resources.embedder.forget()  # of theirs stays in this process's memos
-                forget_texts()
+                self.resources.embedder.forget()  # of theirs stays in this memory's memos, and no
+                self.resources.forget_texts()  # other memory's are touched
             self.program = build_program(self._data, self.resources, self._source)
         self._load(rows)
         self._seen = (changes, purges)

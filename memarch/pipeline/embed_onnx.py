@@ -41,9 +41,11 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
                 "special_tokens_map.json", "vocab.txt", "modules.json", "sentence_bert_config.json",
                 "1_Pooling/config.json")
-_ENGINES: dict[str, "OnnxEngine"] = {}
+_ENGINES: dict[str, "OnnxEngine"] = {}  # one per precision (`ONNX_MODELS`)
 _LOCK = threading.Lock()
-_FINGERPRINTS: dict[tuple, str] = {}
+# (model dir, recipe) -> (the files' sizes and mtimes, their fingerprint): one entry per pair, so a
+# model whose files change replaces its entry instead of adding one.
+_FINGERPRINTS: dict[tuple[str, str], tuple[tuple, str]] = {}
 
 
 def _require_onnxruntime(model: str):
@@ -61,16 +63,18 @@ def model_fingerprint(model_dir: str | os.PathLike, recipe: str | None = None) -
     recipe = EXPORT_RECIPE if recipe is None else recipe
     d = Path(model_dir)
     files = [d / name for name in _MODEL_FILES if (d / name).exists()]
-    stamp = (str(d), recipe, tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
-    if stamp not in _FINGERPRINTS:
+    where = (str(d), recipe)
+    stamp = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    known = _FINGERPRINTS.get(where)
+    if known is None or known[0] != stamp:
         h = hashlib.sha256(recipe.encode())
         for f in files:
             h.update(f"\x1f{f.relative_to(d)}\x1f".encode())
             with open(f, "rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     h.update(block)
-        _FINGERPRINTS[stamp] = h.hexdigest()
-    return _FINGERPRINTS[stamp]
+        known = _FINGERPRINTS[where] = (stamp, h.hexdigest())
+    return known[1]
 
 
 def _publish(tmp: Path, path: Path) -> None:

@@ -1,4 +1,5 @@
-"""`Resources`: what every module is built with — the embedder, the LM (or None), the cache dir."""
+"""`Resources`: what every module is built with — the embedder, the LM (or None), the cache dir —
+and the in-memory memos its modules keep of texts (`texts`) and of encoded episodes (`encoded`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,6 +8,7 @@ from typing import Any
 
 from memarch.pipeline.cache import BoundedMemo, DiskCache, default_cache_dir
 from memarch.pipeline.embed import DEFAULT_MODEL, Embedder
+from memarch.pipeline.text_caches import TextCaches
 
 
 ENCODED_EPISODES = 8192  # encoded episodes kept decoded in memory (`Resources.encoded`)
@@ -14,7 +16,8 @@ ENCODED_EPISODES = 8192  # encoded episodes kept decoded in memory (`Resources.e
 
 @dataclass
 class Resources:
-    """Shared by the modules of a program.
+    """Shared by the modules of a program (and by the programs of a search: its trials share the
+    memos, so a warm trial finds the texts of the last one worked on).
 
     Args:
         embedder: text embedder (default: bundled all-MiniLM-L6-v2 with the shared disk cache).
@@ -39,6 +42,14 @@ class Resources:
         # Encoder cache hits decoded into items once per process: episode key -> the items
         # (`Encoder.encode` clones them; ~1 KB an item, LoCoMo's LM-free encoders ~20k items).
         self.encoded = BoundedMemo(ENCODED_EPISODES)
+        # This owner's memos of texts (tokens, stems, sentences, context lines...): `TextCaches`.
+        self.texts = TextCaches()
+
+    def forget_texts(self) -> None:
+        """Empty what this `Resources` keeps of texts in memory — its memos and decoded episodes —
+        and nothing of anyone else's (the embedder's vectors are the embedder's: `Embedder.forget`)."""
+        self.texts.forget()
+        self.encoded.clear()
 
     @property
     def lm_available(self) -> bool:

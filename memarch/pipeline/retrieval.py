@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from memarch.pipeline.deprecation import moved_names
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.text_caches import TextCaches, TextMemos
 
 _WORD = re.compile(r"\S+")
 # The default context budget, in words: what the reader gets unless told otherwise (ANCHORS 6).
@@ -20,10 +20,10 @@ DEFAULT_CONTEXT_BUDGET = 200
 DEFAULT_TOP_K = 4
 
 
-@lru_cache(maxsize=1 << 16)
 def count_words(text: str) -> int:
     """Context budget unit: whitespace-separated words (model-independent, documented in README).
-    Memoised: a packer counts the same candidates read after read."""
+    A packer counts the same candidates read after read: it asks its owner's memo
+    (`ContextLines.words`)."""
     return len(_WORD.findall(text))
 
 
@@ -40,11 +40,11 @@ _YEAR = re.compile(r"\b(?:1[6-9]|2[0-9])[0-9]{2}\b")
 def dates_itself(item: MemoryItem) -> bool:
     """Whether the item's text opens with a lead (``John (16 July 2023): ``) that carries a year
     and lies within its first sentence, so a line that shows any of the item shows its date."""
-    return _text_dates_itself(item.text)
+    return text_dates_itself(item.text)
 
 
-@lru_cache(maxsize=1 << 16)
-def _text_dates_itself(text: str) -> bool:  # asked of the same candidates read after read
+def text_dates_itself(text: str) -> bool:
+    """`dates_itself` of an item with this text."""
     m = LEAD.match(text)
     if not m or not _YEAR.search(m.group(0)):
         return False
@@ -52,29 +52,47 @@ def _text_dates_itself(text: str) -> bool:  # asked of the same candidates read 
     return len(first) >= len(m.group(0).rstrip())
 
 
-def item_header(item: MemoryItem, compact: bool = False) -> str:
+def item_header(item: MemoryItem, compact: bool = False, *,
+                dated: Callable[[str], bool] = text_dates_itself) -> str:
     """A context line's header: ``[kind date]``; ``compact``: nothing when the item's text dates
-    itself (`dates_itself`), else ``[date]`` (nothing for an undated item)."""
+    itself (`dates_itself`; ``dated``: how a text is asked, an owner's memo of it), else ``[date]``
+    (nothing for an undated item)."""
     when = f" {item.event_time}" if item.event_time else ""
     if not compact:
         return f"[{item.kind}{when}]"
-    if dates_itself(item):
+    if dated(item.text):
         return ""
     return f"[{item.event_time}]" if item.event_time else ""
 
 
-def format_item(item: MemoryItem, compact: bool = False) -> str:
-    head = item_header(item, compact)
+def format_item(item: MemoryItem, compact: bool = False, *,
+                dated: Callable[[str], bool] = text_dates_itself) -> str:
+    head = item_header(item, compact, dated=dated)
     return f"{head} {item.text}" if head else item.text
 
 
-@lru_cache(maxsize=1 << 16)
-def _formatted(kind: str, event_time: str | None, text: str, compact: bool) -> tuple[str, int]:
-    """`format_item`'s line of an item with these fields, and its words (a line is a function of
-    them only); memoised: a packer formats the same candidates read after read."""
-    item = MemoryItem(text=text, kind=kind, id="-", event_time=event_time)
-    line = format_item(item, compact)
-    return line, count_words(line)
+class ContextLines(TextMemos):
+    """The words of texts and the context lines of items, as one owner keeps them: a packer counts
+    and formats the same candidates read after read.
+
+    Example::
+
+        lines = ContextLines.of(resources.texts)
+        lines.words("Ann moved to Lisbon.")                       # 4
+        lines.formatted("fact", "2023-05-02", "Ann moved.", False)  # ("[fact 2023-05-02] Ann moved.", 3)
+    """
+
+    def __init__(self, texts: TextCaches):
+        super().__init__(texts)
+        self.words = words = self.memo(count_words, 1 << 16, "words")
+        self.dates_itself = dated = self.memo(text_dates_itself, 1 << 16, "dates_itself")
+
+        def formatted(kind: str, event_time: str | None, text: str, compact: bool) -> tuple[str, int]:
+            # `format_item`'s line of an item with these fields, and its words: a line is a function of them only.
+            line = format_item(MemoryItem(text=text, kind=kind, id="-", event_time=event_time), compact, dated=dated)
+            return line, words(line)
+
+        self.formatted = self.memo(formatted, 1 << 16)
 
 
 @dataclass
@@ -136,13 +154,16 @@ class Retrieval:
 
 
 def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: int | None,
-         trace: dict[str, Any] | None = None, compact: bool = False) -> Retrieval:
+         trace: dict[str, Any] | None = None, compact: bool = False, texts: TextCaches | None = None) -> Retrieval:
     """Keep the best items while they fit ``top_k`` and the token budget.
 
     An item that does not fit whole is cut to the remaining budget if at least 8 words remain, and
     marked ``truncated`` in its trace; items after the budget is spent are dropped. ``compact``:
-    the lines' headers as `item_header` makes them compact.
+    the lines' headers as `item_header` makes them compact. ``texts``: whose memos the lines and
+    their words are kept in (the retriever's `Resources.texts`).
     """
+    lines_of = texts[ContextLines] if texts is not None else ContextLines.of(None)
+    formatted, words = lines_of.formatted, lines_of.words
     kept: list[ScoredItem] = []
     lines: list[str] = []
     used = 0
@@ -151,10 +172,10 @@ def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: 
             break
         it = s.item
         try:
-            line, n = _formatted(it.kind, it.event_time, it.text, compact)
+            line, n = formatted(it.kind, it.event_time, it.text, compact)
         except TypeError:  # a field that is not hashable: formatted as is
-            line = format_item(it, compact)
-            n = count_words(line)
+            line = format_item(it, compact, dated=lines_of.dates_itself)
+            n = words(line)
         if context_budget is not None and used + n > context_budget:
             left = context_budget - used
             if left >= 8:
@@ -162,7 +183,7 @@ def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: 
                 s.trace = {**s.trace, "truncated": True}
                 kept.append(s)
                 lines.append(line)
-                used += count_words(line)
+                used += words(line)
             break
         kept.append(s)
         lines.append(line)

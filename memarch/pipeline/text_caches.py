@@ -1,21 +1,107 @@
-"""memarch's process-wide memos of texts (`functools.lru_cache` on tokenisers, sentence splitters,
-normalisers, the hash embedder's n-gram slots...): pure functions of a text, kept so that the same
-texts are not worked on again trial after trial. `forget_texts` empties every one of them: what a
-server does when a user is deleted, so that no text of that user stays in the process."""
+"""The memos of texts an owner keeps: `TextCaches` (`Resources.texts`) holds one `TextMemos` per
+concern that asks (the tokenizers, the sentence packer, the context lines, the managers' signatures,
+...), each a few bounded `functools.lru_cache`s of pure functions of texts, kept so that the same
+texts are not worked on again read after read and trial after trial.
+
+They belong to a `Resources`, not to the process: the programs, trials and landscapes that share one
+`Resources` share its memos, and a `Memory` has its own, so deleting a user empties that memory's
+memos (`TextCaches.forget`) and leaves every other memory's warm."""
 from __future__ import annotations
 
-import sys
+import functools
+from typing import Any, Callable, TypeVar
+
+M = TypeVar("M", bound="TextMemos")
 
 
-def forget_texts() -> int:
-    """Clear the `lru_cache` of every function defined in a loaded memarch module; how many."""
-    cleared = 0
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == "memarch" or name.startswith("memarch.")):
-            continue
-        for value in list(vars(module).values()):
-            clear = getattr(value, "cache_clear", None)
-            if callable(clear) and getattr(value, "__module__", None) == name:
-                clear()
-                cleared += 1
-    return cleared
+class TextMemos:
+    """One concern's memos of texts, as one owner keeps them: a subclass makes each memo in its
+    ``__init__`` with `memo`, and its callers call the memo as they would the function.
+
+    Example::
+
+        class Words(TextMemos):
+            def __init__(self, texts: TextCaches):
+                super().__init__(texts)
+                self.count = self.memo(lambda text: len(text.split()), 1 << 16, "count")
+
+        words = resources.texts[Words]     # this owner's, made at the first ask
+        words.count("a b c")               # 3; the next call with this text is a dict lookup
+
+    Args:
+        texts: the owner's `TextCaches`, where a memo that builds on another concern's memos finds
+            them (``texts[Tokens].tokens``).
+    """
+
+    def __init__(self, texts: "TextCaches"):
+        self._memos: dict[str, Any] = {}
+
+    @classmethod
+    def of(cls: type[M], texts: "TextCaches | None") -> M:
+        """``texts[cls]``; for None (a caller outside any `Resources`: a test, a script) a fresh
+        one that nobody keeps."""
+        return (texts if texts is not None else TextCaches())[cls]
+
+    def memo(self, function: Callable, maxsize: int, name: str | None = None) -> Callable:
+        """``function`` memoised for this owner, at most ``maxsize`` results (least recently used
+        first out): `functools.lru_cache`, so a hit costs what a module-level memo's does."""
+        cached = functools.lru_cache(maxsize=maxsize)(function)
+        self._memos[name or function.__name__] = cached
+        return cached
+
+    def forget(self) -> None:
+        """Empty every memo of this concern (what a subclass keeps beside them, too)."""
+        for cached in self._memos.values():
+            cached.cache_clear()
+
+    def info(self) -> dict[str, Any]:
+        """Each memo's ``functools`` cache info (hits, misses, maxsize, currsize), by name."""
+        return {name: cached.cache_info() for name, cached in self._memos.items()}
+
+    def sizes(self) -> dict[str, int]:
+        """Entries held, by memo name (a subclass adds what it keeps beside its memos)."""
+        return {name: cached.cache_info().currsize for name, cached in self._memos.items()}
+
+
+class TextCaches(dict):
+    """`Resources.texts`: one `TextMemos` of each concern, made the first time it is asked for.
+
+    ``texts[Tokens]`` is a dict lookup (a hot read path binds the memo once per call, as it would a
+    module-level function); `forget` empties every memo of this owner, `sizes` counts what they hold.
+
+    Example::
+
+        texts = TextCaches()
+        tokens = texts[Tokens].tokens      # Tokens: memarch.modules.stores.lexical
+        tokens("Caroline moved to Paris")  # ("caroline", "moved", "paris")
+        texts.forget(); texts.sizes()      # {"Tokens.tokens": 0, ...}
+    """
+
+    def __missing__(self, kind: type[M]) -> M:
+        # Two threads may both make one; the first stored is the one every caller gets from then on.
+        return self.setdefault(kind, kind(self))
+
+    def forget(self) -> None:
+        """Empty every memo (kept, so callers holding one stay valid): no text stays in them."""
+        for memos in list(self.values()):
+            memos.forget()
+
+    def sizes(self) -> dict[str, int]:
+        """Entries held, per memo (``"Tokens.tokens"``), over every concern made so far."""
+        return {f"{kind.__name__}.{name}": size
+                for kind, memos in list(self.items()) for name, size in memos.sizes().items()}
+
+    def info(self) -> dict[str, Any]:
+        """Each memo's ``functools`` cache info (hits, misses, maxsize, currsize), by memo name."""
+        return {f"{kind.__name__}.{name}": info
+                for kind, memos in list(self.items()) for name, info in memos.info().items()}
+
+    # A copy (a deep-copied program, a replaced `Resources`) starts empty: memos are not state.
+    def __copy__(self) -> "TextCaches":
+        return type(self)()
+
+    def __deepcopy__(self, memo: dict) -> "TextCaches":
+        return type(self)()
+
+    def __reduce__(self):
+        return (type(self), ())

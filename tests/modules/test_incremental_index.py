@@ -76,16 +76,17 @@ def _step(store, rng: np.random.Generator, serial: int) -> str:
 
 def _from_scratch(store, fn):
     """``fn()`` with every read cache of ``store`` emptied, then the incremental caches put back."""
-    saved = [(module, module._INDEXES.pop(store, None)) for module in (_lexical, _cases)]
+    saved = [(part, dict(part)) for part in (store.caches.part(m.__name__) for m in (_lexical, _cases))]
+    for part, _ in saved:
+        part.clear()
     dense = dict(store._dense_cache)
     store._dense_cache.clear()
     try:
         return fn()
     finally:
-        for module, caches in saved:
-            module._INDEXES.pop(store, None)
-            if caches is not None:
-                module._INDEXES[store] = caches
+        for part, caches in saved:
+            part.clear()
+            part.update(caches)
         store._dense_cache.clear()
         store._dense_cache.update(dense)
 

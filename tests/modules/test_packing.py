@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from memarch.modules.retrievers._packing import PACKING, pack_context, pack_sentences, pack_window, split_sentences
+from memarch.modules.retrievers import split_sentences
+from memarch.modules.retrievers._packing import PACKING, pack_context, pack_sentences, pack_window
 from memarch.modules.retrievers._packing_window import turn_index
 from memarch.modules.retrievers.hybrid import HybridRetriever
 from memarch.modules.stores.vector import VectorStore

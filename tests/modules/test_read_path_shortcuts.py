@@ -65,9 +65,14 @@ def test_hybrid_traces_and_scores_equal_a_plain_fusion(hash_resources, pool, den
 
 
 def test_count_tokens_is_memoised_and_pure():
+    from memarch.pipeline.retrieval import ContextLines
+    from memarch.pipeline.text_caches import TextCaches
+
     text = "one two  three\nfour"
     assert count_words(text) == 4 == count_words(text) and count_words("") == 0
-    assert count_words.cache_info().hits >= 1
+    words = ContextLines.of(TextCaches()).words  # the memo is its owner's (a `Resources.texts`)
+    assert words(text) == 4 == words(text) and words("") == 0
+    assert words.cache_info().hits >= 1
 
 
 def test_hybrid_reuses_its_last_fusion_only_while_nothing_changed(hash_resources):
@@ -84,7 +89,7 @@ def test_hybrid_reuses_its_last_fusion_only_while_nothing_changed(hash_resources
     assert [(s.score, s.trace) for s in deep[:3]] == [(s.score, s.trace) for s in short[:3]]
     assert deep[0] is not short[0] and deep[0].trace is not short[0].trace  # fresh objects each read
     fresh = HybridRetriever(hash_resources)
-    hybrid._LAST.clear()
+    store.caches.part(hybrid.__name__).clear()  # the store's last fusion
     assert [(s.item.id, s.score, s.trace) for s in fresh.rank(query, store, 8)] == \
         [(s.item.id, s.score, s.trace) for s in deep]
     top = deep[0].item

@@ -9,6 +9,7 @@ import random
 import numpy as np
 
 from memarch.modules.retrievers._packing import _dense_cosines
+from memarch.modules.retrievers._sentences import Sentences
 from memarch.modules.retrievers._session_index import SessionIndex
 from memarch.modules.stores.vector import VectorStore
 from memarch.modules.stores.lexical import BM25Index, tokenize
@@ -64,9 +65,10 @@ def test_remembered_sentence_rows_give_the_fresh_cosines(hash_resources):
     embedder = hash_resources.embedder
     texts = ["Ann moved to Lisbon.", "She bakes bread.", "Bob plays the cello.", "She bakes bread."]
     query = Query("where does Ann live?")
-    first = _dense_cosines(query, texts, embedder)
+    memo = Sentences.of(hash_resources.texts)
+    first = _dense_cosines(query, texts, embedder, memo)
     vectors = np.asarray(embedder.embed(texts), dtype=float)
     qv = np.asarray(embedder.embed_one(query.text), dtype=float)
     expected = vectors @ qv / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(qv))
     assert np.array_equal(first, expected)
-    assert np.array_equal(_dense_cosines(query, texts[::-1], embedder), expected[::-1])  # from the memo
+    assert np.array_equal(_dense_cosines(query, texts[::-1], embedder, memo), expected[::-1])  # from the memo

@@ -23,6 +23,7 @@ from memarch.pipeline.trial import MODULES
 
 if TYPE_CHECKING:
     from memarch.modules.stores.base import Store
+    from memarch.pipeline.text_caches import TextCaches
 
 
 def sources(item: MemoryItem) -> list[str]:
@@ -140,7 +141,8 @@ def attribute(gold: Iterable[str], trace: WriteTrace, store: "Store | None", nam
     return stage, facts
 
 
-def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items: int) -> dict[str, Any]:
+def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items: int,
+              texts: TextCaches | None = None) -> dict[str, Any]:
     """Where the lost gold sits in a deeper read of the same query: ``gold_rank`` (1-based rank of
     the first item citing a gold id lost at ``retrieve``; None when not within ``rank_depth``),
     with ``read_items`` and ``top_k`` of the read that failed — the evidence of a numeric move
@@ -150,7 +152,8 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
     by episodes (a conversation's sessions) add ``gold_session_rank`` / ``gold_rank_in_sessions``
     (`_session_ranks`), the evidence of "retrieve -> session"; ``gold_stem_only``, how many of the
     query's words match that item only as stems (`stem_only_terms`), the evidence of "retrieve.stem 0 -> 1".
-    ``read`` is ``program.read``-like; reads never change memory.
+    ``read`` is ``program.read``-like; reads never change memory. ``texts``: whose memos keep the
+    tokens and stems compared (the read store's `Resources.texts`).
     """
     depth = max(2 * int(top_k), 20)
     lost = set(lost)
@@ -165,7 +168,7 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
     if found is not None and found[1].item.episode_id:
         out.update(_session_ranks([s.item for s in deeper.items[:found[0]]]))
     if found is not None and getattr(query, "text", None):  # the evidence of "retrieve.stem 0 -> 1"
-        out["gold_stem_only"] = len(stem_only_terms(query.text, found[1].item.text))
+        out["gold_stem_only"] = len(stem_only_terms(query.text, found[1].item.text, texts))
     return out
 
 

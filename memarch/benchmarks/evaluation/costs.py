@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from memarch.pipeline.retrieval import count_words
+from memarch.pipeline.retrieval import ContextLines
 
 
 def memory_costs(store: Any) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
@@ -23,9 +23,10 @@ def memory_costs(store: Any) -> tuple[dict[str, float], dict[str, dict[str, int]
     user keeps). Deleted items (tombstones) are not memory a read can use, so they do not count.
     """
     per_ns: dict[str, dict[str, int]] = {}
+    words = ContextLines.of(store.resources.texts).words  # `count_words`, through the store's memo
     for ns in store.namespaces():
         active = store.list(ns)
-        per_ns[ns] = {"items": len(active), "words": sum(count_words(it.text) for it in active)}
+        per_ns[ns] = {"items": len(active), "words": sum(words(it.text) for it in active)}
     cost = {"memory_items": float(sum(v["items"] for v in per_ns.values())),
             "memory_words": float(sum(v["words"] for v in per_ns.values())),
             "memory_words_max_ns": float(max((v["words"] for v in per_ns.values()), default=0))}

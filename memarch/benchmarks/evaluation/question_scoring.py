@@ -168,7 +168,8 @@ class QuestionScorer:
             evidence.update(facts)
             if attribution == "retrieve" and self.rank_gold is not None:
                 lost = [sid for sid, stage in facts["lost"].items() if stage == "retrieve"]
-                evidence.update(gold_rank(self.rank_gold, query, lost, self.top_k, len(items)))
+                texts = self.store.resources.texts if self.store is not None else None
+                evidence.update(gold_rank(self.rank_gold, query, lost, self.top_k, len(items), texts))
         if self.attribute_all:
             evidence["loss_stage"] = attribution if not success else attribute(
                 q.evidence, self.trace, self.store, namespace, items, view=self.view)[0]

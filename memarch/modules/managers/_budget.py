@@ -7,11 +7,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from functools import lru_cache
 from typing import Any, Callable
 
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.retrieval import SENTENCE_BREAK, count_words
+from memarch.pipeline.text_caches import TextCaches, TextMemos
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
 # Function words carry no content: a summary keeps the sentences with the most of the others.
@@ -31,19 +31,24 @@ def parse_budget(value: Any) -> int | None:
     return value
 
 
-@lru_cache(maxsize=1 << 16)
-def _words(text: str) -> int:
-    return count_words(text)
+class BudgetWords(TextMemos):
+    """`count_words` of item texts, as one owner (`Resources.texts`) keeps it: every write under a
+    budget re-counts the namespace, so a count is a dict lookup."""
+
+    def __init__(self, texts: TextCaches):
+        super().__init__(texts)
+        self.words = self.memo(count_words, 1 << 16, "words")
 
 
-def item_words(item: MemoryItem) -> int:
-    # Every write re-counts the namespace: memoised by text, the count is a dict lookup.
-    return _words(item.text)
+def item_words(item: MemoryItem, texts: TextCaches | None = None) -> int:
+    """``count_words(item.text)``, through ``texts``' memo (the store's `Resources.texts`) if given."""
+    return (count_words if texts is None else texts[BudgetWords].words)(item.text)
 
 
 def active_words(store: Any, namespace: str) -> int:
     """What the budget counts: words of the namespace's active items."""
-    return sum(item_words(it) for it in store.list(namespace))
+    words = store.resources.texts[BudgetWords].words
+    return sum(words(it.text) for it in store.list(namespace))
 
 
 def content_words(text: str) -> list[str]:
@@ -94,8 +99,8 @@ def replace_with(manager: Any, members: list[MemoryItem], item: MemoryItem, stor
     last = [m.usage.last_used for m in members if m.usage.last_used is not None and str(m.usage.last_used).isdigit()]
     item.usage.last_used = max(last, key=int) if last else None
     item.log("merged_from", manager.actor, reason, [m.id for m in members], at,
-             tick=manager.tick(store, ns), words_before=sum(item_words(m) for m in members),
-             words_after=item_words(item), absorbed={m.id: m.text for m in members})
+             tick=manager.tick(store, ns), words_before=sum(item_words(m, store.resources.texts) for m in members),
+             words_after=item_words(item, store.resources.texts), absorbed={m.id: m.text for m in members})
     store.add([item])
     for m in members:
         store.delete(m.id, ns, reason=reason, actor=manager.actor, at=at, status="superseded", related=[item.id])
@@ -113,7 +118,7 @@ def prune_lowest(manager: Any, store: Any, namespace: str, budget: int,
             break
         u = utility(it)
         manager.tombstone(it, store, f"budget: {why} (utility {u:.3f}; {total} > {budget} words)")
-        total -= item_words(it)
+        total -= item_words(it, store.resources.texts)
         dropped += 1
     manager.budget_stats["pruned"] += dropped
     return dropped
@@ -123,7 +128,7 @@ def refuse_oversized(manager: Any, store: Any, namespace: str, budget: int) -> i
     """An item longer than the whole budget can never fit: refused (a tombstone), never truncated."""
     refused = 0
     for it in store.list(namespace):
-        n = item_words(it)
+        n = item_words(it, store.resources.texts)
         if n > budget:
             manager.tombstone(it, store, f"budget: refused, the item has {n} words, more than the whole "
                                          f"budget of {budget}")

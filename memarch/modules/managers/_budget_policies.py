@@ -68,12 +68,13 @@ def merge_near_duplicates(manager: Any, store: Any, namespace: str, budget: int)
         return
     now = manager.tick(store, namespace)
     threshold = manager.budget_merge_threshold
-    for g in clusters(items, store.vectors(items), threshold, cross_type=manager.cross_type):
+    for g in clusters(items, store.vectors(items), threshold, cross_type=manager.cross_type,
+                      texts=store.resources.texts):
         if active_words(store, namespace) <= budget:
             return
         members = [items[i] for i in g]
         reason = f"budget: near-duplicates (cosine >= {threshold}) merged"
-        text = lm_text(manager, members, max(item_words(m) for m in members))
+        text = lm_text(manager, members, max(item_words(m, store.resources.texts) for m in members))
         if text is not None:
             manager.replace(members, combined_item(members, text, members[0].kind, namespace, how="merged"),
                             store, reason + " by the LM")
@@ -112,7 +113,7 @@ def compress_sessions(manager: Any, store: Any, namespace: str, budget: int) -> 
             if total <= budget:
                 return
             members = group[start:start + window]
-            before = sum(item_words(m) for m in members)
+            before = sum(item_words(m, store.resources.texts) for m in members)
             limit = max(1, int(before * manager.compress_ratio))
             text = lm_text(manager, members, limit) or extractive_summary([m.text for m in members], limit)
             if len(members) < 2 or not text or count_words(text) >= before:
@@ -148,13 +149,13 @@ def compress_trajectories(manager: Any, store: Any, namespace: str, budget: int)
         actions = trajectory_actions(t)
         task = t.fields.get("task") or ""
         text = (f"Shortcut ({t.outcome}{': ' + task if task else ''}): " + "; ".join(actions)) if actions else ""
-        text = lm_text(manager, [t], item_words(t) - 1) or text
-        if not text or count_words(text) >= item_words(t):
+        text = lm_text(manager, [t], item_words(t, store.resources.texts) - 1) or text
+        if not text or count_words(text) >= item_words(t, store.resources.texts):
             continue
         item = combined_item([t], text, "trajectory", namespace, how="compressed",
                              fields={"task": task, "actions": actions})
         manager.replace([t], item, store, f"budget: trajectory compressed to its actions "
-                                          f"({item_words(t)} -> {count_words(text)} words)")
+                                          f"({item_words(t, store.resources.texts)} -> {count_words(text)} words)")
         manager.budget_stats["compressed"] += 1
 
 
@@ -174,7 +175,8 @@ def neighbourhoods(store: Any, namespace: str, items: list[MemoryItem], vecs: np
     members' texts kept in the survivor's lineage; each cut to its medoid's ``max_size`` nearest
     members; largest first."""
     index = {it.id: i for i, it in enumerate(items)}
-    pairs = [(i, j) for i, j, _ in similar_pairs(vecs, threshold) if same_content(items[i].text, items[j].text)]
+    texts = store.resources.texts
+    pairs = [(i, j) for i, j, _ in similar_pairs(vecs, threshold) if same_content(items[i].text, items[j].text, texts)]
     if hasattr(store, "neighbors"):
         for it in items:
             for other, _, _ in store.neighbors(it.id, namespace, edge_types=NEIGHBOUR_EDGES):
@@ -203,7 +205,7 @@ def generalise_groups(manager: Any, store: Any, namespace: str, budget: int) -> 
         if active_words(store, namespace) <= budget:
             return
         members = [items[i] for i in g]
-        before = sum(item_words(m) for m in members)
+        before = sum(item_words(m, store.resources.texts) for m in members)
         text = lm_text(manager, members, before - 1) or members[medoid(vecs[g])].text
         if count_words(text) >= before:
             continue

@@ -4,24 +4,33 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import lru_cache
 
 from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.text_caches import TextCaches, TextMemos
 
 _SPACE = re.compile(r"\s+")
 _PUNCT = re.compile(r"[^\w\s<>]")
 OPPOSITE = {("success", "failure"), ("failure", "success")}
 
 
-def signature(item: MemoryItem) -> str:
-    """Exact-duplicate signature: kind + case-, space- and punctuation-folded text."""
-    return _signature(item.kind, item.text)
+def signature(item: MemoryItem, texts: TextCaches | None = None) -> str:
+    """Exact-duplicate signature: kind + case-, space- and punctuation-folded text (``texts``:
+    whose memo keeps it, the store's `Resources.texts`)."""
+    return (_signature if texts is None else texts[Signatures].sign)(item.kind, item.text)
 
 
-@lru_cache(maxsize=1 << 16)  # an item is signed on its write and again when the index catches up
 def _signature(kind: str, text: str) -> str:
     folded = _SPACE.sub(" ", _PUNCT.sub(" ", text.lower())).strip()
     return hashlib.sha1(f"{kind}\x1f{folded}".encode("utf-8")).hexdigest()
+
+
+class Signatures(TextMemos):
+    """`signature`s as one owner (`Resources.texts`) keeps them: an item is signed on its write
+    and again when the signature index catches up."""
+
+    def __init__(self, texts: TextCaches):
+        super().__init__(texts)
+        self.sign = self.memo(_signature, 1 << 16, "sign")
 
 
 def newer_or_equal(new: MemoryItem, old: MemoryItem) -> bool:

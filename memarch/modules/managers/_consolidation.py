@@ -11,6 +11,7 @@ import numpy as np
 from memarch.modules.managers._conflicts import keys_compatible, opposite_outcomes
 from memarch.modules.managers._content import same_content
 from memarch.pipeline.items import MemoryItem
+from memarch.pipeline.text_caches import TextCaches
 
 _BLOCK = 512  # rows of the similarity matrix computed at a time (memory stays O(block x n))
 
@@ -47,13 +48,14 @@ def linked_components(n: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def _compatible(a: MemoryItem, b: MemoryItem, cross_type: bool, content: bool) -> bool:
+def _compatible(a: MemoryItem, b: MemoryItem, cross_type: bool, content: bool, texts: TextCaches | None) -> bool:
     return (cross_type or a.kind == b.kind) and keys_compatible(a, b) and not opposite_outcomes(a, b) \
-        and (not content or same_content(a.text, b.text))
+        and (not content or same_content(a.text, b.text, texts))
 
 
 def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
-             cross_type: bool = False, max_size: int | None = None, content: bool = True) -> list[list[int]]:
+             cross_type: bool = False, max_size: int | None = None, content: bool = True,
+             texts: TextCaches | None = None) -> list[list[int]]:
     """Groups of similar, mutually compatible items (same kind unless ``cross_type``, one key at
     most, no opposite outcomes, and — for a merge, ``content`` — the same content tokens, see
     `_content.same_content`, every pair of the group: the survivor is chosen later, so each must
@@ -63,9 +65,10 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
     Linked components (union-find over pairs above ``threshold``) would chain A~B~C into one
     group with A and C unrelated; so each component is cut down to a star: its medoid and the
     members within ``threshold`` of it (the ``max_size`` nearest). The rest wait for a later pass.
+    ``texts``: whose memos keep the texts' content tokens (the store's `Resources.texts`).
     """
     pairs = [(i, j) for i, j, _ in similar_pairs(vecs, threshold)
-             if _compatible(items[i], items[j], cross_type, content)]
+             if _compatible(items[i], items[j], cross_type, content, texts)]
     components = linked_components(len(items), pairs)
     out = []
     for comp in components:
@@ -78,11 +81,11 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
         star, key = [], center.key
         for k in order:
             it = items[comp[k]]
-            if k != c and (sims[c, k] < threshold or not _compatible(center, it, cross_type, content)):
+            if k != c and (sims[c, k] < threshold or not _compatible(center, it, cross_type, content, texts)):
                 continue
             # Same content is not transitive (a word of the centre may be a content token of one
             # member and absent from another): for a merge, every member must match every other.
-            if content and any(not same_content(items[s].text, it.text) for s in star):
+            if content and any(not same_content(items[s].text, it.text, texts) for s in star):
                 continue
             if it.key is not None and key is not None and it.key != key:
                 continue

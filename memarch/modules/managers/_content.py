@@ -33,9 +33,9 @@ nothing else sets it.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from memarch.modules.managers._budget import STOPWORDS
+from memarch.pipeline.text_caches import TextCaches, TextMemos
 
 ENABLED = True
 
@@ -94,7 +94,6 @@ def _is_content(token: str, norm: str, sentence_start: bool) -> bool:
     return not sentence_start or not ({head, norm} & (STOPWORDS | OPENERS))
 
 
-@lru_cache(maxsize=1 << 16)
 def _analyse(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """(content tokens, every word) of ``text``, both normalised."""
     content, words = set(), set()
@@ -109,28 +108,43 @@ def _analyse(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(content), frozenset(words)
 
 
-def content_tokens(text: str) -> frozenset[str]:
-    """The numbers, dates, names and codes of ``text`` (see the module docstring), normalised.
+class Contents(TextMemos):
+    """`_analyse` of texts, as one owner (`Resources.texts`) keeps it: a write compares each item
+    with its near neighbours, the same stored texts write after write."""
+
+    def __init__(self, texts: TextCaches):
+        super().__init__(texts)
+        self.analyse = self.memo(_analyse, 1 << 16, "analyse")
+
+
+def _analyser(texts: TextCaches | None):
+    return _analyse if texts is None else texts[Contents].analyse
+
+
+def content_tokens(text: str, texts: TextCaches | None = None) -> frozenset[str]:
+    """The numbers, dates, names and codes of ``text`` (see the module docstring), normalised
+    (``texts``: whose memo keeps the analysis, a manager's `Resources.texts`).
 
     Example::
 
         content_tokens("bob fact number 47: the code word is w47xbob")   # {"47", "w47xbob"}
         content_tokens("Caroline moved to Paris in May")                 # {"caroline", "paris", "may"}
     """
-    return _analyse(text)[0]
+    return _analyser(texts)(text)[0]
 
 
-def missing_content(survivor: str, absorbed: str) -> frozenset[str]:
+def missing_content(survivor: str, absorbed: str, texts: TextCaches | None = None) -> frozenset[str]:
     """Content tokens of ``absorbed`` that ``survivor`` does not say (empty: nothing would be lost)."""
-    return _analyse(absorbed)[0] - _analyse(survivor)[1]
+    analyse = _analyser(texts)
+    return analyse(absorbed)[0] - analyse(survivor)[1]
 
 
-def may_absorb(survivor: str, absorbed: str) -> bool:
+def may_absorb(survivor: str, absorbed: str, texts: TextCaches | None = None) -> bool:
     """May a near-duplicate ``absorbed`` be folded into ``survivor``? Only when it says nothing
     ``survivor`` does not (every content token of it is a word of ``survivor``)."""
-    return not ENABLED or not missing_content(survivor, absorbed)
+    return not ENABLED or not missing_content(survivor, absorbed, texts)
 
 
-def same_content(a: str, b: str) -> bool:
+def same_content(a: str, b: str, texts: TextCaches | None = None) -> bool:
     """Duplicates for a merge that keeps either of them: each may absorb the other."""
-    return may_absorb(a, b) and may_absorb(b, a)
+    return may_absorb(a, b, texts) and may_absorb(b, a, texts)

@@ -144,6 +144,7 @@ class FloorManager(Manager):
         pending_vecs = np.empty_like(vecs)  # rows 0..len(pending)-1: the admitted items' vectors
         rejected: list[MemoryItem] = []
         stored = signature_index(store, ns)  # the namespace's signatures, caught up, not re-hashed
+        texts = store.resources.texts
         sigs: dict[str, MemoryItem] = {}  # this batch's admitted items, which win over stored ones
         # Every item's near-duplicate candidates in the store, in one batch: valid while the store
         # is unchanged (an item whose check comes after a write in this batch searches again).
@@ -155,7 +156,7 @@ class FloorManager(Manager):
         for j, (item, vec) in enumerate(zip(batch, vecs)):
             if self._same_id(item, store, ns, pending):
                 continue
-            sig = signature(item)
+            sig = signature(item, texts)
             twin = sigs.get(sig) or stored.get(sig, store)
             if twin is not None and twin.active:
                 self._collapse(item, twin, store, "same text", 1.0)
@@ -247,17 +248,19 @@ class FloorManager(Manager):
             sims = (pending_vecs @ vec).astype(np.float64)  # compared as the Python floats below are
             cands += [(pending[i], float(sims[i])) for i in np.flatnonzero(~(sims < threshold)).tolist()
                       if pending[i].active]
+        texts = store.resources.texts
         for other, sim in sorted(cands, key=lambda c: -c[1]) if len(cands) > 1 else cands:
             if other.id == item.id or not keys_compatible(item, other):
                 continue
             if opposite_outcomes(item, other):
                 # Opposite outcomes about different numbers / names / codes are two facts, no conflict.
-                if sim >= self.conflict_threshold and same_content(item.text, other.text) \
+                if sim >= self.conflict_threshold and same_content(item.text, other.text, texts) \
                         and not self.resolve_conflict(item, other, store, sim):
                     return False
                 continue
             # A near-duplicate only merges into an item that says everything it says (`_content`).
-            if sim >= dedup and (self.cross_type or other.kind == item.kind) and may_absorb(other.text, item.text):
+            if sim >= dedup and (self.cross_type or other.kind == item.kind) \
+                    and may_absorb(other.text, item.text, texts):
                 self._collapse(item, other, store, f"cosine {sim:.2f}", sim)
                 return False
         return True

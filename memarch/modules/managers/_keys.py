@@ -3,8 +3,6 @@ caught up from the store's change journal, so an upsert by key reads the few ite
 instead of scanning the namespace once per written item."""
 from __future__ import annotations
 
-import weakref
-
 from memarch.modules.managers._journal_index import JournalIndex
 from memarch.modules.stores.base import Store
 from memarch.pipeline.items import MemoryItem
@@ -30,15 +28,12 @@ class _KeyIndex(JournalIndex):
             self.ids[old].remove(item_id)
 
 
-_INDEXES: "weakref.WeakKeyDictionary[Store, dict[str, _KeyIndex]]" = weakref.WeakKeyDictionary()
-
-
 def same_key_items(store: Store, namespace: str, item: MemoryItem) -> list[MemoryItem]:
     """The active stored items with ``item``'s key and kind, in the order of ``store.list`` (none
     for an unkeyed item): ``[it for it in store.list(namespace) if same_key(it, item)]``."""
     if item.key is None:
         return []
-    per_store = _INDEXES.setdefault(store, {})
+    per_store = store.caches.part(__name__)  # {namespace: _KeyIndex}
     index = per_store.get(namespace)
     if index is None or not index.sync(store, namespace):
         index = per_store[namespace] = _KeyIndex(store, namespace)

@@ -2,10 +2,9 @@
 store's change journal (as the BM25 index is), so an insert no longer re-hashes the whole memory."""
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING
 
-from memarch.modules.managers._conflicts import signature
+from memarch.modules.managers._conflicts import Signatures
 from memarch.modules.managers._journal_index import JournalIndex
 
 if TYPE_CHECKING:
@@ -30,10 +29,11 @@ class SignatureIndex(JournalIndex):
     def __init__(self, store: "Store", namespace: str):
         self._sig_of: dict[str, str] = {}
         self._ids_of: dict[str, set[str]] = {}
+        self._sign = store.resources.texts[Signatures].sign  # `signature`, through the store's memo
         super().__init__(store, namespace)
 
     def _put(self, item: "MemoryItem", store: "Store") -> None:
-        sig = signature(item)
+        sig = self._sign(item.kind, item.text)
         self._sig_of[item.id] = sig
         self._ids_of.setdefault(sig, set()).add(item.id)
 
@@ -54,13 +54,9 @@ class SignatureIndex(JournalIndex):
         return store.get(latest, self.namespace)
 
 
-# Per store object: {namespace: SignatureIndex}; dies with the store.
-_INDEXES: "weakref.WeakKeyDictionary[Store, dict[str, SignatureIndex]]" = weakref.WeakKeyDictionary()
-
-
 def signature_index(store: "Store", namespace: str) -> SignatureIndex:
     """The signature index of ``store``'s active items in ``namespace``, up to date."""
-    per_store = _INDEXES.setdefault(store, {})
+    per_store = store.caches.part(__name__)  # {namespace: SignatureIndex}
     index = per_store.get(namespace)
     if index is None or not index.sync(store, namespace):
         index = per_store[namespace] = SignatureIndex(store, namespace)

@@ -135,7 +135,8 @@ class GraphConsolidateManager(FloorManager):
         if len(items) < 2:
             return 0
         now = self.tick(store, namespace)
-        groups = clusters(items, store.vectors(items), float(self.setting("merge_threshold", store, namespace)))
+        groups = clusters(items, store.vectors(items), float(self.setting("merge_threshold", store, namespace)),
+                          texts=store.resources.texts)
         for g in groups:
             merge_cluster(self, [items[i] for i in g], store, lambda it: self.utility(it, now))
         return len(groups)
@@ -147,7 +148,8 @@ class GraphConsolidateManager(FloorManager):
             return 0
         vecs = store.vectors(items)
         made = 0
-        for g in clusters(items, vecs, self.generalise_threshold, max_size=self.generalise_max, content=False):
+        for g in clusters(items, vecs, self.generalise_threshold, max_size=self.generalise_max, content=False,
+                          texts=store.resources.texts):
             members = [items[i] for i in g]
             general = next((m for m in members if m.fields.get("generalised")), None)
             if general is not None:

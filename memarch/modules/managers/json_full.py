@@ -124,7 +124,7 @@ class JsonFullManager(FloorManager):
         now = self.tick(store, namespace)
         vecs = store.vectors(items)
         threshold = float(self.setting("merge_threshold", store, namespace))
-        groups = clusters(items, vecs, threshold, cross_type=self.cross_type)
+        groups = clusters(items, vecs, threshold, cross_type=self.cross_type, texts=store.resources.texts)
         for g in groups:
             merge_cluster(self, [items[i] for i in g], store, lambda it: self.utility(it, now))
         return len(groups)

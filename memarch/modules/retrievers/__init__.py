@@ -3,7 +3,7 @@ import importlib
 import pkgutil
 
 from memarch.modules.retrievers._aware import asks_about_time  # the guided numeric moves read it
-from memarch.modules.retrievers._packing import split_sentences  # what the sentence packer embeds
+from memarch.modules.retrievers._sentences import split_sentences  # what the sentence packer embeds
 from memarch.modules.retrievers.base import Retriever, eligible
 __all__ = ["Retriever", "asks_about_time", "eligible", "split_sentences"]
 

@@ -19,7 +19,6 @@ import calendar
 import functools
 import datetime as dt
 import re
-import weakref
 from typing import Any, Callable
 
 from memarch.modules.retrievers._eligibility import eligible
@@ -123,9 +122,9 @@ class _NamespaceFacts:
 
 
 _FACTS = VersionedCache()
-# Per store and namespace: (version, (date, names) per item id) — an item's entry stays valid until a
-# write touches it (the store's journal says which), so a new version re-reads only those.
-_KNOWN: "weakref.WeakKeyDictionary[Any, dict[str, tuple[int, dict]]]" = weakref.WeakKeyDictionary()
+# In the store's caches, per namespace: (version, (date, names) per item id) — an item's entry stays
+# valid until a write touches it (the store's journal says which), so a new version re-reads only those.
+_KNOWN = f"{__name__}.known"
 
 
 def namespace_facts(store: Any, namespace: str) -> _NamespaceFacts:
@@ -133,7 +132,7 @@ def namespace_facts(store: Any, namespace: str) -> _NamespaceFacts:
 
 
 def _build_facts(store: Any, namespace: str) -> _NamespaceFacts:
-    per_store = _KNOWN.setdefault(store, {})
+    per_store = store.caches.part(_KNOWN)
     version = store.version(namespace)
     last = per_store.get(namespace)
     known: dict[str, tuple[Any, list[str]]] = {}

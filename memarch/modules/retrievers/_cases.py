@@ -8,7 +8,6 @@ store's own dense search supplies the content side and a small matrix of distinc
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -146,13 +145,10 @@ class TaskIndex:
             yield from rest[np.lexsort((keys[rest], -sims[rest]))]
 
 
-_INDEXES: "weakref.WeakKeyDictionary[Store, dict]" = weakref.WeakKeyDictionary()
-
-
 def task_index(store: "Store", namespace: str, embedder: "Embedder") -> TaskIndex:
     """The `TaskIndex` of ``store``/``namespace``, brought up to date with the writes since it was
     last read (rebuilt only when the store's journal cannot say what changed)."""
-    per_store = _INDEXES.setdefault(store, {})
+    per_store = store.caches.part(__name__)  # {(namespace, embedder): TaskIndex}
     key = (namespace, embedder.model_id)
     index = per_store.get(key)
     if index is None or not index.sync(store, namespace):

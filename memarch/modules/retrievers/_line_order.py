@@ -2,17 +2,20 @@
 items' ``event_time``, then rank); the items stay in rank order (`memarch.modules.retrievers._packing`)."""
 from __future__ import annotations
 
-from memarch.pipeline.retrieval import Retrieval, ScoredItem, format_item
+from typing import Callable
+
+from memarch.pipeline.retrieval import Retrieval, ScoredItem, format_item, text_dates_itself
 
 ORDERS = ("rank", "time")
 
 
-def item_lines(packed: Retrieval, compact: bool = False) -> list[str]:
+def item_lines(packed: Retrieval, compact: bool = False, *,
+               dated: Callable[[str], bool] = text_dates_itself) -> list[str]:
     """The lines of a `pack` context, one per item (an item's text may hold newlines): every
-    line but the last is its item whole, the last may be cut."""
+    line but the last is its item whole, the last may be cut (``dated``: as `format_item`)."""
     lines, rest = [], packed.context
     for s in packed.items[:-1]:
-        line = format_item(s.item, compact)
+        line = format_item(s.item, compact, dated=dated)
         assert rest.startswith(line + "\n"), "pack's lines are its items whole but the last"
         lines.append(line)
         rest = rest[len(line) + 1:]

@@ -22,21 +22,19 @@ and count built on it) by the number of packers. Measured on LoCoMo (docs/retrie
 """
 from __future__ import annotations
 
-import functools
 import math
-import weakref
 from typing import Any
 
 import numpy as np
 
 from memarch.modules.retrievers._line_order import item_lines, reorder_lines
 from memarch.modules.retrievers._packing_window import pack_window
-from memarch.modules.stores.lexical import tokenize
+from memarch.modules.retrievers._sentences import Sentences
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.knobs import Knob
-from memarch.pipeline.retrieval import (LEAD, SENTENCE_BREAK, Retrieval, ScoredItem, count_words, dates_itself,
-                                        item_header, pack)
+from memarch.pipeline.retrieval import ContextLines, Retrieval, ScoredItem, item_header, pack
+from memarch.pipeline.text_caches import TextCaches
 
 PACKERS = ("items", "sentences", "window")
 PACKING = (
@@ -71,41 +69,34 @@ def pool_size(config: dict[str, Any], top_k: int) -> int:
 
 
 def pack_context(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: int | None,
-                 config: dict[str, Any], embedder: Any, trace: dict[str, Any], store: Any = None) -> Retrieval:
+                 config: dict[str, Any], embedder: Any, trace: dict[str, Any], store: Any = None,
+                 texts: TextCaches | None = None) -> Retrieval:
     """The context of ``ranked`` under the configured packer (``store``: where a packer may look
-    up more of the memory, e.g. an item's neighbouring turns)."""
+    up more of the memory, e.g. an item's neighbouring turns; ``texts``: whose memos keep the
+    lines, words and sentences, the retriever's `Resources.texts`)."""
     name, order = packer_name(config), int(config.get("pack_order", 0) or 0)
     compact = bool(int(config.get("pack_compact", 0) or 0))
     if name == "items":
-        packed = pack(query, ranked, top_k=top_k, context_budget=context_budget, trace=trace, compact=compact)
-        return reorder_lines(packed, item_lines(packed, compact), order) if order else packed
+        packed = pack(query, ranked, top_k=top_k, context_budget=context_budget, trace=trace, compact=compact,
+                      texts=texts)
+        if not order:
+            return packed
+        return reorder_lines(packed, item_lines(packed, compact, dated=ContextLines.of(texts).dates_itself), order)
     if name == "window":
         return pack_window(query, ranked, top_k=top_k, context_budget=context_budget, store=store,
-                           window=int(config.get("pack_window", 1)), order=order, compact=compact, trace=trace)
+                           window=int(config.get("pack_window", 1)), order=order, compact=compact, trace=trace,
+                           texts=texts)
     return pack_sentences(query, ranked[:pool_size(config, top_k)], context_budget=context_budget, embedder=embedder,
                           rank_weight=float(config.get("pack_rank_weight", 3.0)),
                           dense_weight=float(config.get("pack_dense_weight", 3.0)),
                           lexical_weight=float(config.get("pack_lexical_weight", 0.5)), order=order,
-                          compact=compact, trace=trace)
-
-
-def split_sentences(text: str) -> list[str]:
-    return list(_sentences(text))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _sentences(text: str) -> tuple[str, ...]:  # the same candidates are split read after read
-    return tuple(s for s in (p.strip() for p in SENTENCE_BREAK.split(text)) if s)
-
-
-@functools.lru_cache(maxsize=1 << 17)
-def _term_set(text: str) -> frozenset[str]:
-    return frozenset(tokenize(text))
+                          compact=compact, trace=trace, texts=texts)
 
 
 def pack_sentences(query: Query, ranked: list[ScoredItem], *, context_budget: int | None, embedder: Any = None,
                    rank_weight: float = 3.0, dense_weight: float = 3.0, lexical_weight: float = 0.5,
-                   order: int = 0, compact: bool = False, trace: dict[str, Any] | None = None) -> Retrieval:
+                   order: int = 0, compact: bool = False, trace: dict[str, Any] | None = None,
+                   texts: TextCaches | None = None) -> Retrieval:
     """Keep the best sentences of ``ranked`` within ``context_budget`` words, headers included.
 
     ``compact``: headers as `item_header` shortens them; a sentence already kept under the same
@@ -117,11 +108,13 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, context_budget: in
         r = pack_sentences(Query("when did Ann move?"), ranked, context_budget=200, embedder=embedder)
         r.items[0].trace["sentences"]       # indices of the item's sentences in the context
     """
-    split = [_sentences(scored.item.text) for scored in ranked]
+    memo = Sentences.of(texts)
+    sentences_of = memo.sentences
+    split = [sentences_of(scored.item.text) for scored in ranked]
     cands = [(r, j, s) for r, sentences in enumerate(split) for j, s in enumerate(sentences)]
-    scores = _sentence_scores(query, cands, embedder, items=[scored.item.text for scored in ranked],
+    scores = _sentence_scores(query, cands, embedder, memo, items=[scored.item.text for scored in ranked],
                               rank_weight=rank_weight, dense_weight=dense_weight, lexical_weight=lexical_weight)
-    choice = _SentenceChoice(ranked, context_budget, compact)
+    choice = _SentenceChoice(ranked, context_budget, compact, memo)
     for i in sorted(range(len(cands)), key=lambda i: (-scores[i], i)):
         choice.offer(*cands[i])
     items, lines, line_of = _sentence_lines(ranked, split, choice)
@@ -132,74 +125,51 @@ def pack_sentences(query: Query, ranked: list[ScoredItem], *, context_budget: in
     return reorder_lines(Retrieval(query=query, items=items, context="\n".join(lines), trace=t), lines, order, line_of)
 
 
-def _sentence_scores(query: Query, cands: list[tuple[int, int, str]], embedder: Any, *, items: list[str],
-                     rank_weight: float, dense_weight: float, lexical_weight: float) -> list[float]:
+def _sentence_scores(query: Query, cands: list[tuple[int, int, str]], embedder: Any, memo: Sentences, *,
+                     items: list[str], rank_weight: float, dense_weight: float, lexical_weight: float) -> list[float]:
     """Each candidate sentence's score: its lexical overlap with the query, its item's rank
     (``cands`` holds (item rank, sentence index, sentence): every sentence of ``items``, the ranked
     items' texts, in order) and its dense cosine to the query."""
     texts = [s for _, _, s in cands]
-    lexical = _lexical_overlaps(query, texts)
-    dense = _dense_cosines(query, items, embedder) if dense_weight else np.zeros(len(cands))
+    lexical = _lexical_overlaps(query, texts, memo)
+    dense = _dense_cosines(query, items, embedder, memo) if dense_weight else np.zeros(len(cands))
     return [lexical_weight * lexical[i] + rank_weight / (1 + r) + dense_weight * float(dense[i])
             for i, (r, _, _) in enumerate(cands)]
 
 
-def _lexical_overlaps(query: Query, texts: list[str]) -> list[float]:
+def _lexical_overlaps(query: Query, texts: list[str], memo: Sentences) -> list[float]:
     """The idf-weighted overlap of each text's terms with the query's (idf over ``texts``),
     damped by the text's length."""
-    q_terms = set(tokenize(query.text))
-    terms = [_term_set(s) for s in texts]
+    q_terms = set(memo.tokens(query.text))
+    term_set = memo.term_set
+    terms = [term_set(s) for s in texts]
     df = {w: sum(1 for ws in terms if w in ws) for w in q_terms}  # only the query's terms are ever looked up
     n = max(len(texts), 1)
     return [sum(math.log(1 + n / df[w]) for w in ws & q_terms) / (1 + math.log(1 + len(ws))) for ws in terms]
 
 
-def _dense_cosines(query: Query, items: list[str], embedder: Any) -> np.ndarray:
+def _dense_cosines(query: Query, items: list[str], embedder: Any, memo: Sentences | None = None) -> np.ndarray:
     """The cosine to the query of each sentence of ``items`` (texts), item by item (zeros without an
-    embedder)."""
+    embedder); ``memo``: whose sentences and their vectors are kept (none: kept by nobody)."""
+    memo = memo if memo is not None else Sentences.of(None)
     if embedder is None or not items:
-        return np.zeros(sum(len(_sentences(t)) for t in items))
-    vectors, norms = _sentence_rows(items, embedder)
+        return np.zeros(sum(len(memo.sentences(t)) for t in items))
+    vectors, norms = memo.sentence_rows(items, embedder)
     qv = np.asarray(embedder.embed_one(query.text), dtype=float)
     norms = norms * (np.linalg.norm(qv) or 1.0)
     return vectors @ qv / np.where(norms > 0, norms, 1.0)
-
-
-def _sentence_rows(items: list[str], embedder: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The vectors (float64 rows) of the sentences of ``items`` (texts), item by item, and their norms;
-    each item's rows made once per embedder: the same candidates are packed read after read."""
-    rows = _ROWS.get(embedder)
-    if rows is None or len(rows) > _ROWS_MAX:
-        rows = _ROWS[embedder] = {}
-    missing = [t for t in dict.fromkeys(items) if t not in rows]
-    if missing:  # one embedder call for all their sentences, as for the whole pack before
-        sentences = [_sentences(t) for t in missing]
-        flat = [x for group in sentences for x in group]
-        vectors = np.asarray(embedder.embed(flat), dtype=float) if flat else np.zeros((0, embedder.dim))
-        norms = np.linalg.norm(vectors, axis=1)
-        at = 0
-        for t, group in zip(missing, sentences):
-            rows[t] = (vectors[at:at + len(group)], norms[at:at + len(group)])
-            at += len(group)
-    got = [rows[t] for t in items]
-    return np.concatenate([v for v, _ in got]), np.concatenate([n for _, n in got])
-
-
-# Per embedder: item text -> (its sentences' float64 vectors, their norms); dropped whole past
-# _ROWS_MAX items (~0.3 GB of LoCoMo-sized items at 384-d).
-_ROWS: "weakref.WeakKeyDictionary[Any, dict[str, tuple[np.ndarray, np.ndarray]]]" = weakref.WeakKeyDictionary()
-_ROWS_MAX = 1 << 15
 
 
 class _SentenceChoice:
     """The sentences kept so far, best first, and the words they cost: a sentence costs its words
     plus what its line needs that is not on the context yet (the item's header, its lead)."""
 
-    def __init__(self, ranked: list[ScoredItem], context_budget: int | None, compact: bool):
+    def __init__(self, ranked: list[ScoredItem], context_budget: int | None, compact: bool, memo: Sentences):
         self.ranked, self.context_budget, self.compact = ranked, context_budget, compact
-        self.leads = [_lead(scored.item.text) for scored in ranked]
+        self.memo, self.words, self.dated = memo, memo.lines.words, memo.lines.dates_itself
+        self.leads = [memo.lead(scored.item.text) for scored in ranked]
         # compact: the dated lead an item shares with others on one line (None: the item has its own line)
-        self.shared = [self.leads[r].strip() if compact and dates_itself(scored.item) else None
+        self.shared = [self.leads[r].strip() if compact and self.dated(scored.item.text) else None
                        for r, scored in enumerate(ranked)]
         self.chosen: dict[int, list[int]] = {}  # item rank -> indices of its kept sentences
         self.shown: set[tuple[str, Any]] = set()  # compact: (words, date) of the kept sentences
@@ -225,23 +195,25 @@ class _SentenceChoice:
 
     def _said(self, r: int, j: int, sentence: str) -> tuple[str, Any]:
         """What a sentence says, and when: its words without the item's lead, and the item's date."""
-        return _body(_strip_lead(sentence, self.leads[r]) if j == 0 else sentence), self.ranked[r].item.event_time
+        body = self.memo.body(_strip_lead(sentence, self.leads[r]) if j == 0 else sentence)
+        return body, self.ranked[r].item.event_time
 
     def _shared_line_cost(self, r: int, j: int, sentence: str) -> int:
         """On a shared line: the sentence's words without the lead; the lead once per line."""
-        lead = self.leads[r]
-        cost = count_words(sentence) - (count_words(lead) if j == 0 else 0)
-        return cost + (count_words(lead) if self.shared[r] not in self.paid else 0)
+        lead, words = self.leads[r], self.words
+        cost = words(sentence) - (words(lead) if j == 0 else 0)
+        return cost + (words(lead) if self.shared[r] not in self.paid else 0)
 
     def _own_line_cost(self, r: int, j: int, sentence: str) -> int:
         """On the item's own line: the first sentence kept brings the header (and the lead, unless
         it is that sentence); the first sentence kept later takes over the lead already paid."""
-        lead, cost = self.leads[r], count_words(sentence)
+        words = self.words
+        lead, cost = self.leads[r], words(sentence)
         if r not in self.chosen:
-            return cost + count_words(item_header(self.ranked[r].item, self.compact)) + (
-                count_words(lead) if j > 0 else 0)
+            return cost + words(item_header(self.ranked[r].item, self.compact, dated=self.dated)) + (
+                words(lead) if j > 0 else 0)
         if 0 not in self.chosen[r] and j == 0:
-            return cost - count_words(lead)
+            return cost - words(lead)
         return cost
 
 
@@ -258,7 +230,7 @@ def _sentence_lines(ranked: list[ScoredItem], split: list[list[str]], choice: _S
         if shared is None:
             line_of.append(len(lines))
             lines.append(_own_line(scored.item, [sentences[j] for j in kept], choice.leads[r] if kept[0] > 0 else "",
-                                   choice.compact))
+                                   choice.compact, choice.dated))
         elif shared in at_line:
             line_of.append(at_line[shared])
             lines[line_of[-1]] = " ".join([lines[line_of[-1]], *_bodies(sentences, kept, choice.leads[r])])
@@ -273,10 +245,10 @@ def _sentence_lines(ranked: list[ScoredItem], split: list[list[str]], choice: _S
     return items, lines, line_of
 
 
-def _own_line(item: MemoryItem, kept: list[str], lead: str, compact: bool) -> str:
+def _own_line(item: MemoryItem, kept: list[str], lead: str, compact: bool, dated: Any) -> str:
     """An item's line: its header, its lead (``lead``: when its first sentence is not kept), its
     kept sentences."""
-    head = item_header(item, compact)
+    head = item_header(item, compact, dated=dated)
     return " ".join([*([head] if head else []), *([lead.strip()] if lead else []), *kept])
 
 
@@ -288,14 +260,3 @@ def _bodies(sentences: list[str], kept: list[int], lead: str) -> list[str]:
 def _strip_lead(sentence: str, lead: str) -> str:
     """A first sentence without the item's lead (``Ann (2 May 2023): ``)."""
     return sentence[len(lead):].strip() if lead and sentence.startswith(lead.strip()) else sentence
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _body(sentence: str) -> str:
-    return " ".join(tokenize(sentence))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _lead(text: str) -> str:
-    m = LEAD.match(text)
-    return m.group(0) if m else ""

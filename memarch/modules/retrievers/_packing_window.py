@@ -11,7 +11,8 @@ from memarch.modules.retrievers._line_order import reorder_lines
 from memarch.modules.stores import VersionedCache
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
-from memarch.pipeline.retrieval import Retrieval, ScoredItem, count_words, format_item, item_header, truncate_words
+from memarch.pipeline.retrieval import ContextLines, Retrieval, ScoredItem, format_item, item_header, truncate_words
+from memarch.pipeline.text_caches import TextCaches
 
 _NUMBER = re.compile(r"\d+")
 _MIN_CUT = 8  # words: an item that does not fit whole is cut only if this many remain (as `pack`)
@@ -54,7 +55,7 @@ class TurnIndex:
         return [(d, turns[p + d]) for k in range(1, n + 1) for d in (k, -k) if 0 <= p + d < len(turns)]
 
 
-_TURN_INDEXES = VersionedCache()  # per store object and namespace; dies with the store
+_TURN_INDEXES = VersionedCache()  # per namespace, in the store's own caches
 
 
 def turn_index(store: Any, namespace: str) -> TurnIndex:
@@ -65,7 +66,7 @@ def turn_index(store: Any, namespace: str) -> TurnIndex:
 def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: int | None,
                 store: Any = None, window: int = 1, order: int = 0,
                 eligible: Callable[[MemoryItem], bool] | None = None, compact: bool = False,
-                trace: dict[str, Any] | None = None) -> Retrieval:
+                trace: dict[str, Any] | None = None, texts: TextCaches | None = None) -> Retrieval:
     """The best items as `pack` keeps them, each turn item with up to ``window`` neighbouring
     turns before and after it on its line, in dialogue order.
 
@@ -73,7 +74,8 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, context_b
     (``eligible``, default the retrievers' `eligible`), not already on the context and not one of the ``top_k``
     hits (shown on its own line). A window that does not fit shrinks: the farthest turns go first
     and, of two at one distance, the one before; a hit that does not fit alone is cut as `pack`
-    cuts its last item. Without ``store``, the items as `pack` keeps them.
+    cuts its last item. Without ``store``, the items as `pack` keeps them. ``texts``: whose memos
+    keep the words and headers of the lines (the retriever's `Resources.texts`).
 
     Example::
 
@@ -83,13 +85,13 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, context_b
     ok = eligible or (lambda it: is_eligible(it, query))
     index = turn_index(store, query.namespace) if store is not None else None
     hits = {_turn_key(s.item) for s in ranked[:top_k]}
-    context = _WindowContext()
+    context = _WindowContext(ContextLines.of(texts))
     for s in ranked:
         if len(context.kept) >= top_k:
             break
         cands = [(d, it) for d, it in _neighbour_turns(s.item, index, window)
                  if ok(it) and _turn_key(it) not in context.shown and _turn_key(it) not in hits]
-        fit = _widest_window(s.item, cands, context.used, context_budget, compact)
+        fit = _widest_window(s.item, cands, context.used, context_budget, compact, context.memo)
         if fit is None:  # not even the hit alone fits: cut it, as `pack` does
             context.cut(s, context_budget - context.used, compact)
             break
@@ -104,7 +106,8 @@ def pack_window(query: Query, ranked: list[ScoredItem], *, top_k: int, context_b
 class _WindowContext:
     """A window context so far: the hits kept (in rank order) and their lines, the turns shown."""
 
-    def __init__(self) -> None:
+    def __init__(self, memo: ContextLines) -> None:
+        self.memo = memo
         self.kept: list[ScoredItem] = []
         self.lines: list[str] = []
         self.shown: set[Any] = set()  # `_turn_key` of every turn on the context
@@ -123,10 +126,10 @@ class _WindowContext:
         """Keep ``hit`` alone, cut to the ``left`` words of the budget, if at least `_MIN_CUT` are left."""
         if left < _MIN_CUT:
             return
-        line = truncate_words(format_item(hit.item, compact), left)
+        line = truncate_words(format_item(hit.item, compact, dated=self.memo.dates_itself), left)
         self.kept.append(ScoredItem(hit.item, hit.score, {**hit.trace, "window": [], "truncated": True}))
         self.lines.append(line)
-        self.used += count_words(line)
+        self.used += self.memo.words(line)
 
 
 def _neighbour_turns(hit: MemoryItem, index: TurnIndex | None, window: int) -> list[tuple[int, MemoryItem]]:
@@ -137,20 +140,22 @@ def _neighbour_turns(hit: MemoryItem, index: TurnIndex | None, window: int) -> l
 
 
 def _widest_window(hit: MemoryItem, cands: list[tuple[int, MemoryItem]], used: int, context_budget: int | None,
-                   compact: bool) -> tuple[list[tuple[int, MemoryItem]], str, int] | None:
+                   compact: bool, memo: ContextLines) -> tuple[list[tuple[int, MemoryItem]], str, int] | None:
     """The hit with as many of its nearest ``cands`` as fit in what is left of the budget: its
     members in dialogue order (offset, turn), its line and the line's words; None when not even
     the hit alone fits."""
     for n in range(len(cands), -1, -1):
         members = sorted([(0, hit), *cands[:n]], key=lambda m: m[0])
-        line = _window_line(hit, members, compact) if n else format_item(hit, compact)
-        cost = count_words(line)
+        line = _window_line(hit, members, compact, memo.dates_itself) if n else \
+            format_item(hit, compact, dated=memo.dates_itself)
+        cost = memo.words(line)
         if context_budget is None or used + cost <= context_budget:
             return members, line, cost
     return None
 
 
-def _window_line(hit: MemoryItem, members: list[tuple[int, MemoryItem]], compact: bool) -> str:
+def _window_line(hit: MemoryItem, members: list[tuple[int, MemoryItem]], compact: bool,
+                 dated: Callable[[str], bool]) -> str:
     """A hit's line with its neighbouring turns: the hit's header, then every member's text."""
-    head = item_header(hit, compact)
+    head = item_header(hit, compact, dated=dated)
     return " ".join([*([head] if head else []), *(it.text for _, it in members)])

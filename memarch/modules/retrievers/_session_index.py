@@ -5,13 +5,13 @@ that session's document, not a rebuild of all of them. Scores equal a fresh `BM2
 same documents (BM25Index computes its weights at query time from the live documents)."""
 from __future__ import annotations
 
-import weakref
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from memarch.modules.stores.base import Store
-from memarch.modules.stores.lexical import BM25Index, analyzer
+from memarch.modules.stores.lexical import BM25Index, Tokens
+from memarch.pipeline.text_caches import TextCaches
 
 
 class SessionIndex:
@@ -23,10 +23,10 @@ class SessionIndex:
         index.scores(groups, items, store, ["caroline", "work"])   # one BM25 per session of groups
     """
 
-    def __init__(self, namespace: str, stem: bool = False) -> None:
+    def __init__(self, namespace: str, stem: bool = False, texts: TextCaches | None = None) -> None:
         self.namespace = namespace
         self.stem = bool(stem)
-        self._tokenize = analyzer(self.stem)
+        self._tokenize = Tokens.of(texts).analyzer(self.stem)  # through the store's memos (`session_index`)
         self.bm25 = BM25Index()
         self.slot: dict[str, tuple[int, tuple[str, ...]]] = {}
         self._synced: tuple | None = None  # what the last sync saw: the store version and the groups' sizes
@@ -67,15 +67,11 @@ class SessionIndex:
         self._synced = seen
 
 
-# Per store: {namespace: SessionIndex}; dies with the store.
-_INDEXES: "weakref.WeakKeyDictionary[Store, dict[Any, SessionIndex]]" = weakref.WeakKeyDictionary()
-
-
 def session_index(store: Store, namespace: str, *, stem: bool = False) -> SessionIndex:
     """The namespace's session index (``stem``: over stemmed tokens, kept beside the plain one)."""
-    per_store = _INDEXES.setdefault(store, {})
+    per_store = store.caches.part(__name__)  # {namespace or (namespace, "stem"): SessionIndex}
     key = (namespace, "stem") if stem else namespace
     index = per_store.get(key)
     if index is None:
-        index = per_store[key] = SessionIndex(namespace, stem)
+        index = per_store[key] = SessionIndex(namespace, stem, store.resources.texts)
     return index

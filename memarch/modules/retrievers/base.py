@@ -54,9 +54,10 @@ class Retriever(dspy.Module):
         if not self.ranks_eligible_only:
             ranked = [s for s in ranked if eligible(s.item, query)]
         trace: dict[str, Any] = {"retriever": self.name}
-        ranked = fuse_aware(query, ranked, store, config=self.config, embedder=self.resources.embedder, trace=trace)
+        resources = self.resources  # once: an attribute of a module is a Python-level lookup (lean_getattribute)
+        ranked = fuse_aware(query, ranked, store, config=self.config, embedder=resources.embedder, trace=trace)
         return pack_context(query, ranked, top_k=top_k, context_budget=context_budget, config=self.config,
-                            embedder=self.resources.embedder, trace=trace, store=store)
+                            embedder=resources.embedder, trace=trace, store=store, texts=resources.texts)
 
     def forward(self, query: Query | str, store: Store, top_k: int = DEFAULT_TOP_K,
                 context_budget: int | None = None) -> Retrieval:

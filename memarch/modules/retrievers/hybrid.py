@@ -3,7 +3,6 @@ by weighted z-scores of the two sides' raw scores (``fusion=1``)."""
 from __future__ import annotations
 
 import functools
-import weakref
 from typing import Any, ClassVar
 
 import numpy as np
@@ -80,13 +79,14 @@ class HybridRetriever(Retriever):
         # read of a failure's diagnosis) fuse the same hits: the second takes a longer prefix.
         key = (query.text, query.namespace, query.episode_id, store.version(query.namespace), pool,
                tuple(sorted(cfg.items())), id(embedder), getattr(embedder, "model", None))
-        last = _LAST.get(store)
+        cache = store.caches.part(__name__)  # the last fusion of this store: (key, value)
+        last = cache.get("last")
         if last is not None and last[0] == key:
             fused, items, sides, order = last[1]
         else:
             fused, items, sides = self._fuse(query, store, pool, cfg)
             order = [iid for _, iid in sorted([(-score, iid) for iid, score in fused.items()])]  # ties by id
-            _LAST[store] = (key, (fused, items, sides, order))
+            cache["last"] = (key, (fused, items, sides, order))
         name = "zscore" if int(cfg["fusion"]) == 1 else "rrf"
         # Traces are made when read: a read ranks ``k`` items, its context keeps a few.
         return [LazyScoredItem(items[iid], fused[iid], _trace, (iid, sides, fused[iid], pool, name))
@@ -144,10 +144,6 @@ def _zscore_fusion(ranked: tuple, cfg: dict[str, Any]):
 def _reciprocal(weight: float, rrf_k: float, n: int) -> tuple[float, ...]:
     """``weight / (rrf_k + rank)`` for ranks 1..n: a side's RRF terms, the same for every read."""
     return tuple(weight / (rrf_k + rank) for rank in range(1, n + 1))
-
-
-# Per store: the last fusion (key, value) — one entry, dies with the store.
-_LAST: "weakref.WeakKeyDictionary[Store, tuple]" = weakref.WeakKeyDictionary()
 
 
 def _trace(iid: str, sides: dict[str, dict[str, tuple[int, float]]], score: float, pool: int,

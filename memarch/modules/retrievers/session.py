@@ -6,7 +6,6 @@ every retriever. Whole-session ranking is the unit of the published LoCoMo retri
 (arXiv 2606.04194: max over turns fused with session BM25 by weighted z-scores)."""
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -19,7 +18,7 @@ from memarch.modules.retrievers._packing import PACKING
 from memarch.modules.retrievers._session_index import session_index
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.stores.base import Store
-from memarch.modules.stores.lexical import analyzer, lexical_index
+from memarch.modules.stores.lexical import Tokens, lexical_index
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -88,7 +87,7 @@ class SessionRetriever(Retriever):
         names = list(groups)
         pooled = np.array([_pool([cosine[i] for i in groups[s]], int(cfg["pooling"])) for s in names])
         stem = bool(int(cfg["stem"]))
-        terms = analyzer(stem)(query.text)
+        terms = Tokens.of(self.resources.texts).analyzer(stem)(query.text)
         lexical = session_index(store, ns, stem=stem).scores(groups, items, store, terms)
         fused = _fuse(pooled, lexical, cfg)
         weight = float(cfg["item_lexical_weight"])
@@ -107,12 +106,13 @@ class SessionRetriever(Retriever):
         # diagnosis) rank the same items: the second takes a longer prefix.
         key = (query.text, query.namespace, query.episode_id, store.version(query.namespace),
                tuple(sorted(cfg.items())), id(embedder), getattr(embedder, "model", None))
-        last = _LAST.get(store)
+        cache = store.caches.part(__name__)  # the last ranking of this store: (key, ranked items)
+        last = cache.get("last")
         if last is not None and last[0] == key:
             ranked = last[1]
         else:
             ranked = self._ranked(query, store)
-            _LAST[store] = (key, ranked)
+            cache["last"] = (key, ranked)
         fusion = "zscore" if int(cfg["fusion"]) == 1 else "rrf"
         return [ScoredItem(item, score, {"session": s, "session_rank": rank, "session_score": session_score,
                                          "dense_score": dense, "lexical_score": lexical, "fusion": fusion})
@@ -141,10 +141,6 @@ class SessionRetriever(Retriever):
             out.append((items[iid], float(item_scores[j]), s, chosen[s], round(score_of[s], 6),
                         round(cosine[iid], 6), round(float(bm25[j]), 6)))
         return out
-
-
-# Per store: the last ranking (key, ranked items) — one entry, dies with the store.
-_LAST: "weakref.WeakKeyDictionary[Store, tuple]" = weakref.WeakKeyDictionary()
 
 
 @dataclass

@@ -2,9 +2,10 @@
 quoted strings, and the most frequent content words after stopword removal."""
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
+
+from memarch.pipeline.text_caches import TextCaches, TextMemos
 
 STOPWORDS = frozenset("""
 a about above after again against all also am an and any are as at be because been before being below
@@ -48,22 +49,29 @@ def normalise(name: str) -> str:
     return s
 
 
-def extract_entities(text: str, *, max_terms: int = 3) -> list[str]:
+def extract_entities(text: str, *, max_terms: int = 3, texts: TextCaches | None = None) -> list[str]:
     """Entities of ``text`` as normalised names: dates, quoted strings, names, numbers, then the
-    ``max_terms`` most frequent content words.
+    ``max_terms`` most frequent content words (``texts``: whose memo keeps them, the store's
+    `Resources.texts`).
 
     Example::
 
         extract_entities('Caroline moved to Paris on 8 May 2023 and said "never again".')
         # ['8 may 2023', 'never again', 'caroline', 'paris', 'moved']
     """
-    return list(_cached_entities(text, max_terms))
+    if texts is None:
+        return _extract_entities(text, max_terms=max_terms)
+    return list(texts[Entities].entities(text, max_terms))
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _cached_entities(text: str, max_terms: int) -> tuple[str, ...]:
-    # Every architecture with a graph store links the same texts: extracted once per process.
-    return tuple(_extract_entities(text, max_terms=max_terms))
+class Entities(TextMemos):
+    """`extract_entities` as one owner (`Resources.texts`) keeps it: every architecture with a
+    graph store links the same texts, each extracted once per owner."""
+
+    def __init__(self, texts: TextCaches):
+        super().__init__(texts)
+        self.entities = self.memo(lambda text, max_terms: tuple(_extract_entities(text, max_terms=max_terms)),
+                                  1 << 16, "entities")
 
 
 def _extract_entities(text: str, *, max_terms: int = 3) -> list[str]:

@@ -13,6 +13,7 @@ import dspy
 import numpy as np
 
 from memarch.errors import DataError
+from memarch.modules.stores._caches import StoreCaches
 from memarch.modules.stores._change_log import ChangeLog
 from memarch.modules.stores._dense_rows import DenseRows
 from memarch.modules.stores._journal import ChangeJournal
@@ -92,6 +93,7 @@ class Store(dspy.Module):
         self._dense_cache: dict[str, DenseRows] = {}
         self._where_cache: dict[str, dict[tuple, tuple[int, set[str]]]] = {}  # `matching_ids`
         self._record_digests = RecordDigests()  # `state_digest`'s records part, rehashed per change
+        self.caches = StoreCaches()  # what the modules derive from this store (indexes...), gone with it
 
     # -- index hooks (override in subclasses) ----------------------------------------------------
     def _index_add(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray | None) -> None:

@@ -196,7 +196,7 @@ class GraphStore(VectorStore):
     # -- building ---------------------------------------------------------------------------------
     def _extract(self, namespace: str, items: list[MemoryItem]) -> list[list[str]]:
         """Entity names per item (the LM-free heuristic; llm_graph overrides)."""
-        return [extract_entities(it.text, max_terms=self.max_terms) for it in items]
+        return [extract_entities(it.text, max_terms=self.max_terms, texts=self.resources.texts) for it in items]
 
     def _activate(self, namespace: str, items: list[MemoryItem], vectors: np.ndarray) -> None:
         super()._activate(namespace, items, vectors)

@@ -7,12 +7,13 @@ import functools
 import re
 import weakref
 from collections import Counter
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from memarch.modules.stores.activity import ActiveIn
 from memarch.modules.stores.bm25 import BM25Index
+from memarch.pipeline.text_caches import TextCaches, TextMemos
 
 if TYPE_CHECKING:
     from memarch.modules.stores.base import Store
@@ -31,27 +32,14 @@ def tokenize(text: str) -> list[str]:
     return list(_tokens(text))
 
 
-@functools.lru_cache(maxsize=1 << 17)
 def _tokens(text: str) -> tuple[str, ...]:
-    # The same texts are tokenised by every trial of a search (items, their sentences, questions):
-    # once per process, up to 131,072 distinct texts (~40 MB on LoCoMo-sized texts).
     return tuple(w for w in _WORD.findall(text.lower()) if w not in STOPWORDS)
 
 
 def stem_tokenize(text: str) -> list[str]:
     """`tokenize`, each token reduced to its English Snowball (Porter 2) stem: "paintings" and
     "painted" both "paint". Stopwords go before stemming, as in `tokenize`."""
-    return list(_stemmed(text))
-
-
-@functools.lru_cache(maxsize=1 << 17)
-def _stemmed(text: str) -> tuple[str, ...]:
-    return tuple(_stem(w) for w in _tokens(text))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    return _STEMMER().stemWord(word)
+    return [_STEMMER().stemWord(w) for w in _tokens(text)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -61,12 +49,48 @@ def _STEMMER():
     return snowballstemmer.stemmer("english")
 
 
-def stem_only_terms(query: str, text: str) -> list[str]:
+class Tokens(TextMemos):
+    """The tokenizers' memos, as one owner (`Resources.texts`) keeps them: the same texts are
+    tokenised by every read and every trial of a search (items, their sentences, questions).
+
+    Example::
+
+        tokens = Tokens.of(resources.texts)
+        tokens.tokens("She painted the fence")    # ("painted", "fence"), as `tokenize`
+        tokens.stemmed("She painted the fence")   # ("paint", "fenc"), as `stem_tokenize`
+    """
+
+    def __init__(self, texts: TextCaches):
+        super().__init__(texts)
+        # Up to 131,072 distinct texts each (~40 MB on LoCoMo-sized texts).
+        self.tokens = tokens = self.memo(_tokens, 1 << 17, "tokens")
+        self.stem = stem = self.memo(lambda word: _STEMMER().stemWord(word), 1 << 16, "stem")
+
+        def stemmed(text: str) -> tuple[str, ...]:
+            return tuple(stem(w) for w in tokens(text))
+
+        self.stemmed = self.memo(stemmed, 1 << 17)
+
+    def tokenize(self, text: str) -> list[str]:
+        """`tokenize` through the memo."""
+        return list(self.tokens(text))
+
+    def stem_tokenize(self, text: str) -> list[str]:
+        """`stem_tokenize` through the memo."""
+        return list(self.stemmed(text))
+
+    def analyzer(self, stem: bool = False) -> Callable[[str], list[str]]:
+        """`analyzer` through the memos."""
+        return self.stem_tokenize if stem else self.tokenize
+
+
+def stem_only_terms(query: str, text: str, texts: TextCaches | None = None) -> list[str]:
     """The query's words that match ``text`` only as stems: its token is not one of ``text``'s, its
     Snowball stem is ("paintings" against "she painted"). What a BM25 over stems would find that
     one over `tokenize`'s tokens does not; sorted, each once."""
-    words, stems = set(_tokens(text)), set(_stemmed(text))
-    return sorted({w for w in _tokens(query) if w not in words and _stem(w) in stems})
+    memo = Tokens.of(texts)
+    words, stems = set(memo.tokens(text)), set(memo.stemmed(text))
+    return sorted({w for w in memo.tokens(query) if w not in words and memo.stem(w) in stems})
 
 
 def analyzer(stem: bool = False):
@@ -96,8 +120,9 @@ class LexicalIndex:
     def __init__(self, store: "Store", namespace: str, *, stem: bool = False, **bm25):
         items = store.list(namespace)
         self.stem = bool(stem)
-        self.tokenize = analyzer(self.stem)
-        self._words = _stemmed if self.stem else _tokens
+        memo = Tokens.of(store.resources.texts)
+        self.tokenize = memo.analyzer(self.stem)
+        self._words = memo.stemmed if self.stem else memo.tokens
         self.bm25 = BM25Index(**bm25)
         self.ids: list[str] = []  # per slot
         self.texts: list[str] = []  # per slot
@@ -225,15 +250,11 @@ class LexicalIndex:
             want *= 4
 
 
-# Per store object: {namespace: LexicalIndex}; dies with the store.
-_INDEXES: "weakref.WeakKeyDictionary[Store, dict]" = weakref.WeakKeyDictionary()
-
-
 def lexical_index(store: "Store", namespace: str, *, stem: bool = False) -> LexicalIndex:
     """The index of ``store``'s active items in ``namespace``, brought up to date with the writes
     since it was last read (rebuilt only when the store's journal cannot say what changed);
     ``stem``: the index over stemmed tokens (`stem_tokenize`), kept beside the plain one."""
-    per_store = _INDEXES.setdefault(store, {})
+    per_store = store.caches.part(__name__)  # {namespace or (namespace, "stem"): LexicalIndex}
     key = (namespace, "stem") if stem else namespace
     index = per_store.get(key)
     if index is None or not index.sync(store, namespace):
@@ -241,10 +262,11 @@ def lexical_index(store: "Store", namespace: str, *, stem: bool = False) -> Lexi
     return index
 
 
-def overlap(query_tokens: Sequence[str], text: str) -> float:
-    """Share of distinct query terms that occur in ``text`` (0..1)."""
+def overlap(query_tokens: Sequence[str], text: str, texts: TextCaches | None = None) -> float:
+    """Share of distinct query terms that occur in ``text`` (0..1); ``texts``: whose memo keeps
+    the text's tokens (a retriever's `Resources.texts`)."""
     q = set(query_tokens)
     if not q:
         return 0.0
-    return len(q & set(tokenize(text))) / len(q)
+    return len(q & set((_tokens if texts is None else texts[Tokens].tokens)(text))) / len(q)
 

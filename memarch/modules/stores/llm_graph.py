@@ -105,7 +105,7 @@ class LLMGraphStore(GraphStore):
         for it in items:
             pred = self._predict(self.extractor, "extraction", text=it.text, event_time=it.event_time or "unknown")
             if pred is None:
-                raw, facts = extract_entities(it.text, max_terms=self.max_terms), []
+                raw, facts = extract_entities(it.text, max_terms=self.max_terms, texts=self.resources.texts), []
             else:
                 raw = [e.name for e in pred.entities if e.name.strip()]
                 facts = [(f.subject, f.predicate, f.object, f.valid_at) for f in pred.facts]

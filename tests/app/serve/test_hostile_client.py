@@ -281,7 +281,6 @@ def test_deleting_a_user_leaves_no_text_vector_or_query_of_theirs_anywhere(progr
     (another process sharing the memory forgets them on its next call)."""
     import numpy as np
 
-    from memarch.modules.stores import lexical
     from memarch.pipeline.embed import Embedder
 
     monkeypatch.setenv("MEMARCH_CACHE_DIR", str(tmp_path / "cache"))
@@ -297,7 +296,7 @@ def test_deleting_a_user_leaves_no_text_vector_or_query_of_theirs_anywhere(progr
             return v.astype(np.float32)[first:first + 8].tobytes()
         traces = [b"zanzibarite", b"xylophonic", "zanzibarite".encode("utf-16-le"), *map(distinctive, hash_vectors)]
         assert memory.delete(user_id="victim") == 1
-        assert lexical._tokens.cache_info().currsize == 0  # the process-wide text memos were emptied
+        assert not any(memory.resources.texts.sizes().values())  # this memory's text memos were emptied
         for m in (memory, other):
             m.search("tea", user_id="keeper")  # the other process catches up: the purge reaches it
             memo = m.resources.embedder._memo
