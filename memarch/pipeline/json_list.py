@@ -22,6 +22,8 @@ from typing import Any, TextIO
 CHUNK = 1 << 23
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+_NUMBER_START = frozenset("-0123456789")
+_NUMBER_END = re.compile(r"[^-+.eE0-9]")
 
 
 class _Stream:
@@ -35,10 +37,12 @@ class _Stream:
         if self.eof:
             return False
         chunk = self.fh.read(max(CHUNK, len(self.buf) - self.pos))
+        if not chunk:  # the buffer stays as it is: positions into it stay valid
+            self.eof = True
+            return False
         self.consumed += self.pos
         self.buf, self.pos = self.buf[self.pos:] + chunk, 0
-        self.eof = not chunk
-        return bool(chunk)
+        return True
 
     def peek(self) -> str:
         """The next character that is not white space ("" at the end of the file)."""
@@ -48,18 +52,21 @@ class _Stream:
                 return self.buf[self.pos:self.pos + 1]
 
     def value(self) -> Any:
-        """The next JSON value. A decode that fails, or that ends exactly where the text read so
-        far ends (a number may go on), is tried again with more text until the file ends."""
+        """The next JSON value. A decode that fails is tried again with more text until the file
+        ends; a number is decoded only once the text read shows where it ends (``1`` of ``1e+21``
+        would decode)."""
         while True:
+            if self.buf[self.pos:self.pos + 1] in _NUMBER_START and not _NUMBER_END.search(self.buf, self.pos):
+                if self.more():
+                    continue
             try:
                 obj, end = _DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError:
                 if self.more():
                     continue
                 raise
-            if end < len(self.buf) or not self.more():
-                self.pos = end
-                return obj
+            self.pos = end
+            return obj
 
     def rest(self) -> str:
         return self.buf[self.pos:] + self.fh.read()
