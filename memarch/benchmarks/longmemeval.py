@@ -180,7 +180,8 @@ def parse_instance(inst: Any) -> Dialogue:
     for j, raw in enumerate(dates):
         when = parse_date(raw)
         if when is None:
-            raise _Malformed(f"haystack_dates[{j}]", f"unparseable date {raw!r} (expected e.g. '2023/05/20 (Sat) 02:21')")
+            raise _Malformed(f"haystack_dates[{j}]",
+                             f"unparseable date {raw!r} (expected e.g. '2023/05/20 (Sat) 02:21')")
         parsed.append(when)
     order = sorted(range(len(raw_sessions)), key=lambda j: (parsed[j], j))
     sessions, marked, by_session = [], [], {}

@@ -26,8 +26,8 @@ def add_arguments(p) -> None:
     p.add_argument("--program", default=None,
                    help="a saved program (memarch compile): its architecture, top_k and context budget, and "
                         "the benchmark, data, split and metric it was scored with unless given here")
-    p.add_argument("--data", default=None, help="dataset path (locomo, babi, longmemeval; default $MEMARCH_DATA_DIR; "
-                   "jsonl: your .jsonl file, docs/data.md)")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi, longmemeval; default "
+                   "$MEMARCH_DATA_DIR; jsonl: your .jsonl file, docs/data.md)")
     p.add_argument("--download", action="store_true", help="locomo: fetch the official file (sha256-checked) if missing")
     p.add_argument("--split", default="test", help="search, validation, test (default) or all")
     p.add_argument("--seed", type=int, default=None,

@@ -150,7 +150,8 @@ def _instance(rng: random.Random) -> dict:
     session that opens with the assistant."""
     def session(n, marked=()):
         roles = ["assistant"] + ["user", "assistant"] * n if rng.random() < 0.2 else ["user", "assistant"] * n
-        return [{"role": r, "content": f"{r} {rng.random():.6f}", "has_answer": i in marked} for i, r in enumerate(roles)]
+        return [{"role": r, "content": f"{r} {rng.random():.6f}", "has_answer": i in marked}
+                for i, r in enumerate(roles)]
 
     sessions = {"answer_x_1": session(3, marked={0, 2, 3}), "answer_x_2": session(2, marked={1}),
                 "answer_x_3": session(2, marked={2}), "filler_a": session(2), "filler_b": session(3)}
@@ -205,7 +206,7 @@ def test_question_scores_equal_the_verbatim_run_retrieval(seed):
         for m, theirs in zip(("recall_any", "recall_all", "ndcg_any"),
                              v_evaluate_retrieval(session_rankings, session_gold, session_corpus, k)):
             _close(scores[f"session/{m}@{k}"], theirs)
-    # the gold as run_retrieval forms it: answer_x_3 has only an assistant has_answer turn
+    # the gold as run_retrieval forms it (an answer session whose marked turns are the assistant's is not gold)
     assert {corpus.session_id[s] for s in q.metadata["official_session_gold"]} == set(session_gold)
     assert {corpus.turn_id[t] for t in q.metadata["official_turn_gold"]} == set(turn_gold)
     assert q.metadata["official_scored"] is True
@@ -228,10 +229,10 @@ def test_averages_and_the_per_type_table():
     dialogue = parse_instance(_instance(random.Random(1)))
     q = dialogue.questions[0]
     abstain = parse_instance({**_instance(random.Random(1)), "question_id": "q2_abs"}).questions[0]
-    no_user_gold = parse_instance({**_instance(random.Random(1)), "question_id": "q3",
-                                   "haystack_sessions": [[{**t, "has_answer": t["has_answer"] and t["role"] != "user"}
-                                                          for t in s] for s in _instance(random.Random(1))["haystack_sessions"]]}
-                                  ).questions[0]
+    raw = _instance(random.Random(1))
+    assistant_only = [[{**t, "has_answer": t["has_answer"] and t["role"] != "user"} for t in s]
+                      for s in raw["haystack_sessions"]]
+    no_user_gold = parse_instance({**raw, "question_id": "q3", "haystack_sessions": assistant_only}).questions[0]
     assert not no_user_gold.metadata["official_scored"] and not abstain.metadata["official_scored"]
     report = LongMemEvalReport()
     rows = [(x, question_scores(x, Corpus.of(dialogue), [])) for x in (q, abstain, no_user_gold)]

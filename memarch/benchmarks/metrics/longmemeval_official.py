@@ -163,6 +163,11 @@ def _turn2session_id(gold: set[str], doc: str) -> str:
     return session.replace("answer", "noans") if "answer" in session and doc not in gold else session
 
 
+def _known(ids: Iterable[str], official: dict[str, str]) -> list[str]:
+    """The official ids of memarch ids, once each (ids of nothing in the corpus left out)."""
+    return list(dict.fromkeys(official[i] for i in ids if i in official))
+
+
 def _count(ids: Iterable[str], gold: set[str]) -> int:
     return sum(1 for doc in ids if doc in gold)
 
@@ -171,10 +176,9 @@ def question_scores(question: Question, corpus: Corpus, ranked_turns: Sequence[s
     """Every level's official metrics at every k (``"turn/recall_all@5"``), and the vendor rule's
     session metrics (``"vendor_session/recall_any@5"``), for one question and its run."""
     meta = question.metadata
-    gold_turns = list(dict.fromkeys(corpus.turn_id[t] for t in meta.get("official_turn_gold", []) if t in corpus.turn_id))
-    gold_sessions = list(dict.fromkeys(corpus.session_id[s] for s in meta.get("official_session_gold", [])
-                                       if s in corpus.session_id))
-    vendor = list(dict.fromkeys(corpus.session_id[s] for s in meta.get("answer_sessions", []) if s in corpus.session_id))
+    gold_turns = _known(meta.get("official_turn_gold", []), corpus.turn_id)
+    gold_sessions = _known(meta.get("official_session_gold", []), corpus.session_id)
+    vendor = _known(meta.get("answer_sessions", []), corpus.session_id)
     gold_set, session_set, vendor_set = set(gold_turns), set(gold_sessions), set(vendor)
     known = [t for t in ranked_turns if t in corpus.turn_id]
     run = [corpus.turn_id[t] for t in known]

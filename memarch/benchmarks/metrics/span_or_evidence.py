@@ -50,7 +50,8 @@ def lm_free_rule(question_type: str, answer: Any) -> str:
     return SPAN if question_type in SPAN_TYPES and is_short_span(answer) else EVIDENCE
 
 
-def span_or_evidence(question: Question, context: str, sources: Sequence[str], context_budget: int | None) -> float | None:
+def span_or_evidence(question: Question, context: str, sources: Sequence[str],
+                     context_budget: int | None) -> float | None:
     """The question's score by its rule (``metadata["lm_free_rule"]``): `answer_span` in the
     context cut at the budget, or the share of its evidence turns (``metadata["lm_free_evidence"]``)
     among the sources of the items in the context (an item the budget cut short still counts, as
