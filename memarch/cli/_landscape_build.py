@@ -22,8 +22,9 @@ def add_arguments(p) -> None:
     p.add_argument("--sample", type=int, default=None,
                    help="a seeded sample of N architectures (plus every preset) instead of the whole space")
     p.add_argument("--seed", type=int, default=0, help="split seed (and generation seed for generated), and the sample's seed")
-    p.add_argument("--split-by", choices=("question", "dialogue"), default=None,
-                   help="question, or dialogue (default when the benchmark has >= 6 dialogues)")
+    p.add_argument("--split-by", choices=("question", "dialogue", "instance"), default=None,
+                   help="question, dialogue (default when the benchmark has >= 6 dialogues) or instance "
+                        "(dialogues each by its own hash; longmemeval's default)")
     p.add_argument("--context-budget", type=int, default=DEFAULT_CONTEXT_BUDGET,
                    help=f"context budget B in words (default {DEFAULT_CONTEXT_BUDGET}; top_k = B/10)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (quick builds)")

@@ -36,9 +36,10 @@ def add_search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=3, help="guided proposals per round and warm-start size (default 3)")
     p.add_argument("--warm-start", choices=("presets", "none"), default="presets",
                    help="round 0 of every strategy: k seeded human-designed presets (default) or none")
-    p.add_argument("--split-by", choices=("question", "dialogue"), default=None,
+    p.add_argument("--split-by", choices=("question", "dialogue", "instance"), default=None,
                    help="split questions, or whole dialogues (test questions from conversations the search "
-                        "never wrote); default: dialogue when the benchmark has >= 6 dialogues")
+                        "never wrote), or whole dialogues each by its own hash (instance: the same whichever "
+                        "are loaded); default: dialogue when the benchmark has >= 6 dialogues (longmemeval: instance)")
     p.add_argument("--pruner", default="none", metavar="NAME",
                    help="none (default), median, sha, hyperband or wilcoxon: score each trial dialogue by dialogue "
                         "and stop the ones the pruner drops; --budget then counts full evaluations")

@@ -8,6 +8,7 @@ import sys
 from memarch.cli._knobs import add_knob_argument, parse_knobs
 from memarch.cli._memory_budget import add_memory_budget_argument, resolve_memory_budget
 from memarch.cli._metric import add_metric_argument, check_metric
+from memarch.cli._official_report import print_categories, print_official
 from memarch.errors import MemarchError
 from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET
 
@@ -25,8 +26,8 @@ def add_arguments(p) -> None:
     p.add_argument("--program", default=None,
                    help="a saved program (memarch compile): its architecture, top_k and context budget, and "
                         "the benchmark, data, split and metric it was scored with unless given here")
-    p.add_argument("--data", default=None, help="dataset path (locomo, babi; default $MEMARCH_DATA_DIR; "
-                   "jsonl: your .jsonl file, docs/data.md)")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi, longmemeval; default "
+                   "$MEMARCH_DATA_DIR; jsonl: your .jsonl file, docs/data.md)")
     p.add_argument("--download", action="store_true", help="locomo: fetch the official file (sha256-checked) if missing")
     p.add_argument("--split", default="test", help="search, validation, test (default) or all")
     p.add_argument("--seed", type=int, default=None,
@@ -112,7 +113,9 @@ def _print(result) -> None:
     from memarch.benchmarks.metrics.registry import explain_metric
 
     arch = result.architecture.key() if result.architecture else "no memory"
-    print(f"{result.benchmark} [{result.split}] {arch}")
+    knobs = result.metadata.get("knobs") or {}
+    shown = f" ({', '.join(f'{k}={v}' for k, v in knobs.items())})" if knobs else ""
+    print(f"{result.benchmark}{shown} [{result.split}] {arch}")
     if result.failed:
         print(f"  FAILED: {result.error}")
         return
@@ -124,10 +127,16 @@ def _print(result) -> None:
     counts = ("questions", "tasks", "retrieval_skipped", "metric_fallbacks")
     print("  scores: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) and k not in counts else f"{k}={v:g}"
                                    for k, v in result.scores.items() if k not in RANKING_METRICS))
-    for cat, v in result.per_category.items():
-        print(f"    {cat:<28} {v:.4f}")
+    report = result.metadata.get("category_report")
+    if report is not None:  # a benchmark with an official report: its scripts' table
+        print_categories(report)
+    else:
+        for cat, v in result.per_category.items():
+            print(f"    {cat:<28} {v:.4f}")
     _print_retrieval(result, RETRIEVAL_METRICS, "turn")
     _print_retrieval(result, SESSION_METRICS, "session")
+    if "official" in result.metadata:
+        print_official(result.metadata["official"], result.metadata.get("top_k"), result.metadata.get("context_budget"))
     print("  failures attributed: " + ", ".join(f"{m}={n}" for m, n in result.attribution.items()))
     tokens = {k: v for k, v in result.cost.items() if k.startswith(("tokens_", "lm_calls"))}
     if tokens:

@@ -61,6 +61,8 @@ def test_a_benchmark_without_its_own_name_fails_when_defined():
     ({"categories": ["a", "b"]}, "categories is not a tuple"),
     ({"uses_note_store": True}, "declares uses_note_store but has no use_note_store"),
     ({"protocol": COLLECT_DEPLOY}, "only the stream protocol scores instance by instance"),
+    ({"lm_free_metric": 3}, "lm_free_metric 3 is neither a name nor None"),
+    ({"official_report": ["longmemeval"]}, "official_report \\['longmemeval'\\] is neither a name nor None"),
 ])
 def test_a_wrong_declaration_fails_when_defined(body, needle):
     with pytest.raises(TypeError, match=needle):
@@ -76,3 +78,12 @@ def test_the_split_rule_round_trips():
     assert [q.id for q in other.split("test").questions()] != test_ids
     other.use_split_rule(rule)  # a recorded rule: its seed decides the dialogues' splits too
     assert other.split_rule() == rule and [q.id for q in other.split("test").questions()] == test_ids
+
+
+@pytest.mark.parametrize("name", available())
+def test_declared_metric_and_report_names_are_registered(name):
+    from memarch.benchmarks.metrics.registry import LM_METRICS, METRICS, OFFICIAL_REPORTS
+
+    cls = benchmark_class(name)
+    assert cls.lm_free_metric is None or (cls.lm_free_metric in METRICS and cls.lm_free_metric not in LM_METRICS)
+    assert cls.official_report is None or OFFICIAL_REPORTS[cls.official_report].name == cls.official_report

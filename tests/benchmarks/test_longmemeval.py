@@ -167,7 +167,8 @@ def test_cli_evaluate_on_the_fixture(tmp_path, capsys, monkeypatch):
             "--embedder", "hash", "--split", "all"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "longmemeval [all]" in out and "score (answer_span)" in out and "temporal-reasoning" in out
+    # the benchmark's declared LM-free metric is the default; its variant is shown (and recorded)
+    assert "longmemeval (variant=s) [all]" in out and "score (span_or_evidence)" in out and "temporal-reasoning" in out
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(_broken(lambda d: d[0].pop("haystack_sessions"))))
     assert main([*argv[:4], str(bad), *argv[5:]]) == 2
@@ -185,3 +186,39 @@ def test_an_abstention_question_is_right_when_the_reader_abstains(bench, hash_re
     for answer, expected in (("Kayaks were not mentioned.", 1.0), ("You own two kayaks.", 0.0)):
         result = evaluate(arch, abstain, split="all", resources=hash_res, reader=lambda ctx, q, a=answer: a)
         assert result.scores["qa_f1"] == expected and set(result.per_category) == {"multi-session"}
+
+
+def test_the_declared_lm_free_metric_is_the_default_and_a_named_one_wins(bench, hash_res):
+    from memarch.benchmarks.evaluation.evaluate import evaluate
+    from memarch.optimizers.evaluators.benchmark import BenchmarkEvaluator
+    from memarch.pipeline.architecture import Architecture
+
+    arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
+    default = evaluate(arch, bench, split="all", resources=hash_res)
+    assert default.metadata["metric"] == LongMemEval.lm_free_metric == "span_or_evidence"
+    assert default.score == default.scores["span_or_evidence"]
+    named = evaluate(arch, bench, split="all", resources=hash_res, metric="answer_span")
+    assert named.metadata["metric"] == "answer_span" and named.score == named.scores["answer_span"]
+    assert BenchmarkEvaluator(bench, resources=hash_res).metric == "span_or_evidence"
+    assert BenchmarkEvaluator("generated", resources=hash_res, knobs={"conversations": 1}).metric == "answer_span"
+    with_reader = evaluate(arch, bench, split="all", resources=hash_res, reader=lambda ctx, q: "no idea")
+    assert with_reader.metadata["metric"] == "qa_f1"
+
+
+def test_the_per_type_table_counts_abstention_in_its_type_and_apart(bench, hash_res):
+    """print_qa_metrics.py's bookkeeping: with a reader the ``_abs`` question is scored inside
+    multi-session and on its own line; without one it is counted as skipped."""
+    from memarch.benchmarks.evaluation.evaluate import evaluate
+    from memarch.pipeline.architecture import Architecture
+
+    arch = Architecture(("turn",), "vector", "hybrid", "lightweight")
+    read = evaluate(arch, bench, split="all", resources=hash_res, reader=lambda ctx, q: "It was not mentioned.")
+    table = read.metadata["category_report"]
+    assert table["per_type"]["multi-session"]["n"] == 2 and table["n"] == 7
+    assert table["abstention"] == {"score": 1.0, "n": 1, "skipped": 0}
+    assert table["task_averaged"] == pytest.approx(sum(r["score"] for r in table["per_type"].values()) / 6)
+    lm_free = evaluate(arch, bench, split="all", resources=hash_res).metadata["category_report"]
+    assert lm_free["n"] == 6 and lm_free["abstention"] == {"score": None, "n": 0, "skipped": 1}
+    # the official averages read the abstention question too (the vendor rule counts it)
+    official = evaluate(arch, bench, split="all", resources=hash_res).metadata["official"]
+    assert official["vendor"]["n"] == 7 and official["non_abs"]["n"] == 6

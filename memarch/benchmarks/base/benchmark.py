@@ -2,12 +2,15 @@
 family, protocol, metric, whether it scores per instance, data path, knobs, categories, what its
 agent uses) and how it splits — with the stream protocol's data (dialogues) and defaults.
 
-Two ways to split. ``split_by="dialogue"`` (the default when a benchmark has at least
+Three ways to split. ``split_by="dialogue"`` (the default when a benchmark has at least
 `MIN_DIALOGUES_TO_SPLIT` dialogues) splits whole dialogues: test questions come from conversations
 the search never wrote to memory — the stronger test of an architecture. ``split_by="question"``
 splits the questions: every split sees the whole stream of sessions (memory holds dialogue, never
 answers, so a search question teaches nothing about a test answer, only which design retrieves
-well)."""
+well). ``split_by="instance"`` splits whole dialogues too, each by a hash of its own namespace
+(`bucket`): the split of a dialogue never depends on which others are loaded (a benchmark read in
+part, e.g. its first N instances, splits them as the whole file does), at shares that are only
+near the fractions."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -27,8 +30,8 @@ COLLECT_DEPLOY = "collect_deploy"  # agent tasks: collected without memory, then
 PROTOCOLS = (STREAM, COLLECT_DEPLOY)
 
 # What callers read of a benchmark, all declared on `Benchmark` (`check_declarations` checks them).
-DECLARED = ("name", "family", "protocol", "metric", "scores_per_instance", "categories", "path", "knobs",
-            "split_unit", "uses_note_store", "uses_agent_lm", "opt_in_modules")
+DECLARED = ("name", "family", "protocol", "metric", "lm_free_metric", "official_report", "scores_per_instance",
+            "categories", "path", "knobs", "split_unit", "uses_note_store", "uses_agent_lm", "opt_in_modules")
 
 
 class Benchmark:
@@ -51,6 +54,11 @@ class Benchmark:
         protocol: ``stream`` or ``collect_deploy``: which run evaluates it.
         metric: the metric its score always is (agent tasks: ``task_score``); None: the
             evaluation's metric (``EvaluationSettings.metric``).
+        lm_free_metric: the metric an evaluation without an LM reader scores when none is named
+            (a name of the metric registry); None: the registry's default (``answer_span``).
+        official_report: the name of its official report in the metric registry
+            (``OFFICIAL_REPORTS``: the benchmark's own retrieval metrics, computed beside ours, and
+            its per-category bookkeeping); None: none.
         scores_per_instance: it scores instance by instance (dialogue by dialogue), so
             ``evaluate(on_instance=...)`` and a pruner can stop a trial between two.
         categories: the question (or task) categories it reports per category.
@@ -66,6 +74,8 @@ class Benchmark:
     family: ClassVar[str] = "conversation"
     protocol: ClassVar[str] = STREAM
     metric: ClassVar[str | None] = None
+    lm_free_metric: ClassVar[str | None] = None
+    official_report: ClassVar[str | None] = None
     scores_per_instance: ClassVar[bool] = True
     uses_note_store: ClassVar[bool] = False
     uses_agent_lm: ClassVar[bool] = False
@@ -94,16 +104,20 @@ class Benchmark:
         if split_by == "auto":
             split_by = "dialogue" if len(self.dialogues) >= MIN_DIALOGUES_TO_SPLIT else "question"
         self.seed, self.split_by, self.fractions = seed, split_by, fractions
-        self._unit_split = balanced_units(seed, [d.namespace for d in self.dialogues], fractions) \
-            if split_by == "dialogue" else {}
+        self._unit_split: dict[str, str] = {}
+        if split_by == "dialogue":
+            self._unit_split = balanced_units(seed, [d.namespace for d in self.dialogues], fractions)
+        elif split_by == "instance":  # each by its own hash: the same whichever others are loaded
+            self._unit_split = {d.namespace: bucket(seed, d.namespace, fractions) for d in self.dialogues}
 
     @property
     def split_unit(self) -> str:
-        """What a split is drawn over: ``dialogue`` or ``question``."""
+        """What a split is drawn over: ``dialogue``, ``instance`` (dialogues, each by its own hash) or
+        ``question``."""
         return self.split_by
 
     def split_of(self, dialogue: Dialogue, question: Question) -> str:
-        if self.split_by == "dialogue":
+        if self.split_by in ("dialogue", "instance"):
             hit = self._unit_split.get(dialogue.namespace)
             return hit if hit is not None else bucket(self.seed, dialogue.namespace, self.fractions)
         return bucket(self.seed, f"{dialogue.namespace}/{question.id}", self.fractions)
@@ -121,7 +135,7 @@ class Benchmark:
         """How this benchmark splits (for reports, saved programs and landscapes)."""
         return {**self.split_rule(),
                 "units": {name: sum(1 for v in self._unit_split.values() if v == name) for name in SPLITS}
-                if self.split_by == "dialogue" else None}
+                if self.split_by in ("dialogue", "instance") else None}
 
     def split(self, name: str) -> "Benchmark":
         """The same benchmark restricted to one split (``"all"`` returns everything)."""
@@ -192,8 +206,10 @@ def check_declarations(cls: type[Benchmark]) -> None:
         problems.append(f"family {cls.family!r} is not one of {', '.join(FAMILIES)}")
     if cls.protocol not in PROTOCOLS:
         problems.append(f"protocol {cls.protocol!r} is not one of {', '.join(PROTOCOLS)}")
-    if cls.metric is not None and not isinstance(cls.metric, str):
-        problems.append(f"metric {cls.metric!r} is neither a metric name nor None")
+    for member, value in (("metric", cls.metric), ("lm_free_metric", cls.lm_free_metric),
+                          ("official_report", cls.official_report)):
+        if value is not None and not isinstance(value, str):
+            problems.append(f"{member} {value!r} is neither a name nor None")
     flags = {"scores_per_instance": cls.scores_per_instance, "uses_note_store": cls.uses_note_store,
              "uses_agent_lm": cls.uses_agent_lm, "opt_in_modules": cls.opt_in_modules}
     problems += [f"{flag} is not a bool" for flag, value in flags.items() if not isinstance(value, bool)]

@@ -6,7 +6,7 @@ import hashlib
 import math
 
 SPLITS = ("search", "validation", "test")
-SPLIT_BY = ("auto", "question", "dialogue")
+SPLIT_BY = ("auto", "question", "dialogue", "instance")
 # With fewer dialogues a dialogue split leaves a split with one or none.
 MIN_DIALOGUES_TO_SPLIT = 6
 # Shares of the questions (or units) per split; search is where the optimiser looks.

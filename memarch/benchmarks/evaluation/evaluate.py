@@ -58,9 +58,10 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             tasks, scored as one), it raises `MemarchError`.
     """
     settings = EvaluationSettings.of(settings, where="evaluate()", **setting_changes)
-    # A bad metric name is the caller's error, not a failed trial.
-    settings = settings.replace(metric=check_metric(settings.metric, settings.reader, settings.judge),
-                                top_k=settings.read_top_k)
+    # A bad metric name is the caller's error, not a failed trial. None stays None until the
+    # benchmark is known (its ``lm_free_metric`` may be the default).
+    check_metric(settings.metric, settings.reader, settings.judge)
+    settings = settings.replace(top_k=settings.read_top_k)
     if on_instance is not None:  # a pruner that would never be asked is the caller's error
         benchmark = resolve_benchmark(benchmark)
         check_on_instance(benchmark, on_instance)
@@ -102,18 +103,20 @@ class _Trial:
     def run(self, limit: int | None, on_instance: OnInstance | None) -> TrialResult:
         """Build the program, run the benchmark's protocol on the split, add the memory's costs."""
         self.benchmark = resolve_benchmark(self.benchmark)
+        named = self.settings.metric
+        self.settings = self.settings.replace(metric=self.settings.metric_name(self.benchmark))
         view = self.benchmark.split(self.split).limit(limit)
         self.program = program = build_program(self.architecture_or_program, self.resources, self.settings)
         self.arch = program.architecture if program is not None else self.arch
         if program is not None and "retrieve.top_k" in program.architecture.param_dict:
             self.settings = self.settings.replace(top_k=program.top_k)  # the architecture's knob, not the default
         self.counted = read_counters(program, self.lm_users)  # a program passed in may have counted before
-        if view.metric is not None and self.settings.metric != default_metric(self.settings.reader):
-            log.warning("metric %s ignored: %s is always scored by its %s",
-                        self.settings.metric, self.bench_name, view.metric)
+        if view.metric is not None and named is not None:
+            log.warning("metric %s ignored: %s is always scored by its %s", named, self.bench_name, view.metric)
         result = protocol_of(view).run(program, view, self.settings, on_instance=on_instance)
         result.architecture = self.arch
         result.split = self.split
+        result.metadata["knobs"] = dict(self.benchmark.knobs)  # e.g. LongMemEval's variant
         if program is not None:
             _add_memory_costs(result, program)
         return result
@@ -124,7 +127,7 @@ class _Trial:
         exc = as_unavailable(exc) or exc  # a dead endpoint in any LM path: one LMUnavailableError line
         log.warning("trial %s on %s failed: %s", self.arch, self.bench_name, exc)
         fixed = None if isinstance(self.benchmark, str) else self.benchmark.metric  # str: never resolved
-        named = fixed or self.settings.metric
+        named = fixed or self.settings.metric or default_metric(self.settings.reader)
         return TrialResult(architecture=self.arch, benchmark=self.bench_name, split=self.split, score=0.0,
                            failed=True, error=f"{exc.__class__.__name__}: {exc}",
                            metadata={"traceback": traceback.format_exc(limit=8), "metric": named})

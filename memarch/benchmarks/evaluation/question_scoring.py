@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping
 
 from memarch.benchmarks.evaluation.attribution import StoreView, WriteTrace, attribute, gold_rank
 from memarch.benchmarks.base import Question
+from memarch.benchmarks.metrics.official_report import OfficialReport
 from memarch.benchmarks.metrics.registry import CONTEXT_METRICS
 from memarch.benchmarks.metrics.retrieval import (RANKING_METRICS, RETRIEVAL_METRICS, SESSION_METRICS, gold_sessions,
                                                   ranked_sessions, ranked_turns, retrieval_scores,
@@ -74,16 +75,23 @@ class QuestionScorer:
 
     def ask(self, read: Callable[..., Any] | None, namespace: str, q: Question, query: Any,
             per_query: dict[str, list[float]], pending: list | None = None,
-            session_of: Mapping[str, str] | None = None) -> QueryOutcome | None:
+            session_of: Mapping[str, str] | None = None, official: OfficialScoring | None = None
+            ) -> QueryOutcome | None:
         """Read the memory for ``q``, score the context and attribute a failure; None for an
         unanswerable question without a reader. ``pending``: where the question's retrieval
         metrics wait for `score_retrieval` (one trec_eval call for a whole stream) unless they are the
         metric, which needs them now. ``session_of`` (turn id -> session id of the dialogue) adds the
-        session-level metrics."""
-        if not q.answerable and self.reader is None:
+        session-level metrics. ``official``: the benchmark's official report for this dialogue,
+        which scores the read of every question, unanswerable ones included (its averages say
+        which count)."""
+        if not q.answerable and self.reader is None and official is None:
             return None  # unanswerable: scored only with an LM
         retrieval = read(query, top_k=self.top_k, context_budget=self.context_budget) if read is not None else None
         items = [s.item for s in retrieval.items] if retrieval is not None else []
+        if official is not None:
+            official.score(q, ranked_turns(items))
+            if not q.answerable and self.reader is None:
+                return None
         context = retrieval.context if retrieval is not None else ""
         values: dict[str, float | None] = self.context_scores(q, context, items)
         # hit@k / recall@k / ndcg@k / mrr over the gold evidence turns (trec_eval); none without evidence
@@ -106,6 +114,8 @@ class QuestionScorer:
             if reader_failed:
                 evidence["reader_failed"] = True
         attribution = self._attribute(q, query, namespace, items, success, evidence)
+        if not q.answerable:
+            evidence["abstention"] = True  # no gold answer: right iff the reader abstains
         outcome = QueryOutcome(query_id=q.id, score=float(score), success=success, category=q.category,
                                attribution=attribution, evidence=evidence, retrieved_ids=[it.id for it in items])
         if deferred:
@@ -120,8 +130,7 @@ class QuestionScorer:
         key = None if self.memo is None else ("context", q.id, context, tuple(sources))
         if key is not None and key in self.memo:
             return dict(self.memo[key])
-        values = {name: score(q.answer, q.evidence, context, sources, self.context_budget)
-                  for name, score in CONTEXT_METRICS.items()}
+        values = {name: score(q, context, sources, self.context_budget) for name, score in CONTEXT_METRICS.items()}
         if key is not None:
             self.memo[key] = dict(values)
         return values
@@ -174,6 +183,19 @@ class QuestionScorer:
             evidence["loss_stage"] = attribution if not success else attribute(
                 q.evidence, self.trace, self.store, namespace, items, view=self.view)[0]
         return attribution
+
+
+@dataclass
+class OfficialScoring:
+    """A benchmark's official report applied to one dialogue's questions: each question's official
+    metrics, appended to ``rows`` (the reader's list of ``(question, scores)``)."""
+
+    report: OfficialReport
+    corpus: Any
+    rows: list
+
+    def score(self, q: Question, turns: list[str]) -> None:
+        self.rows.append((q, self.report.question_scores(q, self.corpus, turns)))
 
 
 def score_retrieval(pending: list, per_query: dict[str, list[float]], memo: dict | None = None) -> None:

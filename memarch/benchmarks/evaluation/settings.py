@@ -34,8 +34,9 @@ class EvaluationSettings(Settings):
         top_k: items per read; None = enough to fill the budget (`default_top_k`). An
             architecture that sets the ``retrieve.top_k`` knob reads with that instead.
         metric: the metric a conversation evaluation's score is (one of
-            `memarch.benchmarks.metrics.registry.METRICS`; None: ``answer_span``, or ``qa_f1``
-            with a reader); agent benchmarks always score their task score.
+            `memarch.benchmarks.metrics.registry.METRICS`; None: ``qa_f1`` with a reader, else the
+            benchmark's ``lm_free_metric``, else ``answer_span``); agent benchmarks always score
+            their task score.
         reader: a callable ``(context, question) -> answer`` (e.g. `MemoryReader`): adds
             ``qa_f1`` and scores unanswerable questions.
         judge: a callable ``(question, gold, answer) -> bool | None`` (e.g. `AnswerJudge`).
@@ -68,8 +69,9 @@ class EvaluationSettings(Settings):
         """Items per read: ``top_k``, or enough to fill the context budget."""
         return self.top_k if self.top_k is not None else default_top_k(self.context_budget)
 
-    def metric_name(self) -> str:
-        """The metric a conversation evaluation scores: ``metric``, else the default for the reader."""
+    def metric_name(self, benchmark: Any = None) -> str:
+        """The metric a conversation evaluation scores: ``metric``, else the default for the reader
+        (without one: ``benchmark``'s declared ``lm_free_metric`` when it has one)."""
         from memarch.benchmarks.metrics.registry import default_metric
 
-        return self.metric or default_metric(self.reader)
+        return self.metric or default_metric(self.reader, None if benchmark is None else benchmark.lm_free_metric)

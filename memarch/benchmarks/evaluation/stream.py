@@ -12,9 +12,11 @@ from memarch.benchmarks.base import Benchmark
 from memarch.benchmarks.evaluation.attribution import StoreView, WriteTrace
 from memarch.benchmarks.evaluation.costs import read_costs
 from memarch.benchmarks.evaluation.protocols import question_query, stream_schedule
-from memarch.benchmarks.evaluation.question_scoring import QuestionScorer, score_retrieval
+from memarch.benchmarks.evaluation.question_scoring import OfficialScoring, QuestionScorer, score_retrieval
 from memarch.benchmarks.evaluation.settings import EvaluationSettings
 from memarch.benchmarks.evaluation.traced_program import TracedProgram
+from memarch.benchmarks.metrics.official_report import OfficialReport
+from memarch.benchmarks.metrics.registry import OFFICIAL_REPORTS
 from memarch.benchmarks.metrics.retrieval import RANKING_METRICS
 from memarch.benchmarks.metrics.scores import mean
 from memarch.pipeline.collector import fewer_collections
@@ -29,7 +31,9 @@ EMBED_BATCH = 512  # questions embedded per forward pass up front
 @dataclass
 class ReaderRun:
     """What one reader of a stream collects: its outcomes, per-metric values, timing, read
-    latencies and the retrieval metrics still to score (one trec_eval call at the end)."""
+    latencies, the retrieval metrics still to score (one trec_eval call at the end), the official
+    report's rows (``(question, its official metrics)``) and the unanswerable questions left
+    unscored (no reader)."""
 
     read: Read | None
     outcomes: list[QueryOutcome] = field(default_factory=list)
@@ -37,6 +41,8 @@ class ReaderRun:
     timing: Counter = field(default_factory=Counter)
     latency: list[float] = field(default_factory=list)
     pending: list = field(default_factory=list)
+    official: list = field(default_factory=list)
+    skipped: int = 0
 
     def timed_read(self) -> Read | None:
         """``read`` that appends each call's wall time (seconds) to ``latency``."""
@@ -54,7 +60,18 @@ class ReaderRun:
 
     def result(self, bench: Benchmark, metric: str, threshold: float, memo: dict | None = None) -> TrialResult:
         score_retrieval(self.pending, self.per_query, memo)
-        return stream_result(bench, self.outcomes, self.per_query, self.timing, metric, threshold, self.latency)
+        result = stream_result(bench, self.outcomes, self.per_query, self.timing, metric, threshold, self.latency)
+        report = official_report(bench)
+        if report is not None:
+            result.metadata["official"] = report.summary(self.official)
+            result.metadata["category_report"] = report.category_report(
+                [(o.category, o.score, bool(o.evidence.get("abstention"))) for o in self.outcomes], self.skipped)
+        return result
+
+
+def official_report(bench: Benchmark) -> OfficialReport | None:
+    """The official report ``bench`` declares (``official_report``), or None."""
+    return None if bench.official_report is None else OFFICIAL_REPORTS[bench.official_report]
 
 
 def run_stream(program: MemoryProgram | None, bench: Benchmark, settings: EvaluationSettings, *,
@@ -112,6 +129,7 @@ def _stream_dialogues(program: MemoryProgram | None, bench: Benchmark, runs: lis
     """Every dialogue in stream order (until ``on_instance`` stops it); returns how many were done."""
     total, done, mark = len(bench.dialogues), 0, 0
     reads = [run.timed_read() for run in runs]
+    report = official_report(bench)
     for dialogue in bench.dialogues:
         if on_instance is not None and done:  # the previous dialogue is scored: stop here?
             if on_instance(done, total, [o.score for o in runs[0].outcomes[mark:]]):
@@ -119,6 +137,8 @@ def _stream_dialogues(program: MemoryProgram | None, bench: Benchmark, runs: lis
             mark = len(runs[0].outcomes)
         done += 1
         session_of = {turn.id: session.id for session in dialogue.sessions for turn in session.turns}
+        corpus = report.corpus(dialogue) if report is not None else None
+        officials = [OfficialScoring(report, corpus, run.official) if report is not None else None for run in runs]
         for session, questions in stream_schedule(dialogue):
             write_s = _write(program, session, trace)
             if questions and on_read_point is not None:
@@ -129,14 +149,16 @@ def _stream_dialogues(program: MemoryProgram | None, bench: Benchmark, runs: lis
                 # retrievers then find them in the embedder's memo.
                 program.resources.embedder.embed([q.text for q in questions])
             embed_s = time.perf_counter() - t0
-            for run, read in zip(runs, reads):
+            for run, read, official in zip(runs, reads, officials):
                 run.timing["write_s"] += write_s
                 t0 = time.perf_counter()
                 for q in questions:
                     outcome = scorer.ask(read, dialogue.namespace, q, question_query(dialogue, q, session),
-                                         run.per_query, pending=run.pending, session_of=session_of)
+                                         run.per_query, pending=run.pending, session_of=session_of, official=official)
                     if outcome is not None:
                         run.outcomes.append(outcome)
+                    else:
+                        run.skipped += 1  # unanswerable without a reader
                 run.timing["read_s"] += embed_s + time.perf_counter() - t0
     if on_instance is not None and done == total and total:
         on_instance(done, total, [o.score for o in runs[0].outcomes[mark:]])  # the last: reported, nothing to stop

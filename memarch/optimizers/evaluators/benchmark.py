@@ -72,7 +72,7 @@ class BenchmarkEvaluator(Evaluator):
 
     @property
     def metric(self) -> str:
-        return self._benchmark.metric or self._settings.metric_name()
+        return self._benchmark.metric or self._settings.metric_name(self._benchmark)
 
     @property
     def kwargs(self) -> dict[str, Any]:
