@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memarch.benchmarks.evaluation.costs import lm_tokens
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.deprecation import deprecated_attribute
 from memarch.pipeline.trial import QueryOutcome, TrialResult
@@ -31,10 +32,11 @@ DIAGNOSIS_KEYS = ("question", "gold_answer", "gold", "retrieved_sources", "reaso
 
 
 def cost_of(result: TrialResult) -> float:
-    """The one cost number the Pareto front uses: tokens when an LM ran, else memory size."""
+    """The one cost number the Pareto front uses: LM tokens when an LM ran (`lm_tokens`: each once,
+    not the per-role counts on top of their totals), else memory size."""
     c = result.cost or {}
-    tokens = sum(v for k, v in c.items() if k.startswith("tokens"))
-    return float(tokens) if tokens else float(c.get("memory_items", 0.0))
+    tokens = lm_tokens(c)
+    return tokens if tokens else float(c.get("memory_items", 0.0))
 
 
 def compact(result: TrialResult) -> dict[str, Any]:
