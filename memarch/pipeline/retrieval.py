@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from memarch.pipeline.deprecation import moved_names
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.text_caches import TextCaches, TextMemos
@@ -193,6 +192,3 @@ def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: 
               "candidates": len(ranked)})
     return Retrieval(query=query, items=kept, context="\n".join(lines), trace=t)
 
-
-# Names of earlier releases (one release of grace, with a warning).
-__getattr__ = moved_names(__name__, {"count_tokens": "count_words", "truncate_tokens": "truncate_words"}, globals())

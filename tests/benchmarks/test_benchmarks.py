@@ -165,8 +165,8 @@ def test_splits_are_deterministic_and_disjoint(split_by):
         assert sessions < bench.stats()["sessions"]
 
 
-def test_unit_split_keeps_conversations_whole():
-    bench = GeneratedConversations(seed=0, conversations=8, split_by="unit")
+def test_dialogue_split_keeps_conversations_whole():
+    bench = GeneratedConversations(seed=0, conversations=8, split_by="dialogue")
     spaces = {name: {d.namespace for d in bench.split(name).dialogues} for name in SPLITS}
     assert not spaces["search"] & spaces["test"] and not spaces["validation"] & spaces["test"]
     with pytest.raises(MemarchError):

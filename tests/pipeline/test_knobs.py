@@ -310,4 +310,4 @@ def test_compiled_program_and_its_record_read_with_the_pick_top_k(hash_resources
     program = opt._program(BASE.replace(params={"retrieve.top_k": 8}), best, 0.4, None)
     assert program.top_k == 8 and program.evaluation.top_k == 8
     assert opt._program(BASE, best, 0.4, None).evaluation.top_k == 20
-    assert opt.search_space(ArchitectureSpace("conversation", lm_available=False)).defaults == {"retrieve.top_k": 20}
+    assert opt.param_space(ArchitectureSpace("conversation", lm_available=False)).defaults == {"retrieve.top_k": 20}

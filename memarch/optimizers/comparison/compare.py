@@ -15,9 +15,7 @@ from memarch.optimizers.compile import CompileReport, MemarchOptimizer, SearchSe
 from memarch.optimizers.comparison.runs import run_jobs
 from memarch.optimizers.comparison.settings import CompareSettings
 from memarch.optimizers.compile.counts import NOTHING_COUNTED, describe_counts
-from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
-from memarch.optimizers.search.runner import Metric
-from memarch.pipeline.deprecation import deprecated_attribute
+from memarch.optimizers.evaluators.base import Evaluator, EvaluatorFunction, as_evaluator
 from memarch.pipeline.presets import NO_MEMORY, presets_for
 from memarch.pipeline.space import ArchitectureSpace
 
@@ -51,8 +49,6 @@ class Comparison:
     warm_start: str = "presets"
     objectives: tuple[str, ...] = ("quality",)
     evaluations: int | None = None  # evaluations run by every run and the baselines (None: not counted)
-
-    objective = deprecated_attribute("objective", "metric", "Comparison")
 
     def fronts(self) -> "FrontSummary | None":
         """Each strategy's search fronts and hypervolumes (None with one objective)."""
@@ -164,7 +160,7 @@ class Comparison:
         return plot_fronts(self.runs, self.objectives, path)
 
 
-def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strategies: list[str],
+def compare(evaluator: Evaluator | EvaluatorFunction, space: ArchitectureSpace | str, strategies: list[str],
             settings: SearchSettings | None = None, comparison: CompareSettings | None = None, *, lm: Any = None,
             meta_lm: Any = None, tracker_factory: Callable[[], Any] | None = None, on_trial: Callable | None = None,
             trainset: Any = "search", valset: Any = "validation", testset: Any = "test",

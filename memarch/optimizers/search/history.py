@@ -11,7 +11,7 @@ import numpy as np
 
 from memarch.benchmarks.evaluation.costs import lm_tokens
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import deprecated_attribute
+from memarch.optimizers.search.objectives import OLD_COSTS
 from memarch.pipeline.trial import QueryOutcome, TrialResult
 
 if TYPE_CHECKING:
@@ -63,11 +63,13 @@ def expand(arch: Architecture | None, data: dict[str, Any] | str) -> TrialResult
         data = json.loads(data)
     outcomes = [QueryOutcome(query_id=q, score=s, success=ok, category=c, attribution=a, evidence=ev)
                 for q, s, ok, c, a, ev in data.get("outcomes", [])]
-    metric = data.get("metric", data.get("objective_name"))  # objective_name: an earlier release's key
+    # A study saved by earlier code: "objective" / "objective_name" / "memory_tokens" are its keys.
+    metric = data.get("metric", data.get("objective_name"))
     meta = {"metric": metric} if metric else {}
+    cost = {OLD_COSTS.get(k, k): v for k, v in (data.get("cost") or {}).items()}
     return TrialResult(architecture=arch, benchmark=data.get("benchmark", ""), split=data.get("split", ""),
                        score=float(data["score"] if "score" in data else data["objective"]), scores=data.get("scores", {}),
-                       per_category=data.get("per_category", {}), cost=data.get("cost", {}),
+                       per_category=data.get("per_category", {}), cost=cost,
                        outcomes=outcomes, attribution=data.get("attribution", {}),
                        fallbacks=data.get("fallbacks", {}), lm_requests=data.get("lm_requests", {}),
                        metadata=meta)
@@ -87,8 +89,6 @@ class TrialRecord:
     parent: str = ""  # architecture key the edit was applied to
     fidelity: float = 1.0  # share of the split's instances scored (< 1: a pruned trial's partial result)
     _scores: dict[str, float] | None = field(default=None, repr=False)
-
-    objective = deprecated_attribute("objective", "score", "TrialRecord")
 
     def scores_by_query(self) -> dict[str, float]:
         if self._scores is None:

@@ -93,10 +93,7 @@ class Tracker:
         dataset inputs (`run_context`)."""
         from memarch.optimizers.tracking.run_context import parent_run_name, run_tags, split_datasets
         from memarch.optimizers.search.study import study_objectives
-        from memarch.pipeline.deprecation import renamed_keywords
 
-        params = renamed_keywords(params, {"metric": "evaluator"}, where="Tracker.start()")
-        evaluator = params.pop("evaluator", evaluator)
         self.objectives = study_objectives(study)
         self.tags = run_tags(evaluator, strategy=params.get("strategy"), seed=params.get("seed"))
         inputs = split_datasets(evaluator) if evaluator is not None else []
