@@ -70,7 +70,7 @@ def run(arch, bench, split: str, resources, context_budget: int, config: dict | 
         _content.ENABLED = True
     rows = superseded(program.store)
     merged = [r for r in rows if r[0] in MERGES]
-    return {"objective": result.score, "scores": [o.score for o in result.outcomes],
+    return {"score": result.score, "scores": [o.score for o in result.outcomes],
             "items": result.cost.get("memory_items"), "superseded": len(rows),
             "merged": len(merged), "merged_lost": sum(r[1] for r in merged),
             "merged_differs": sum(r[2] for r in merged), "by_kind": dict(Counter(r[0] for r in rows)),
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     resources = Resources(embedder=Embedder(args.embedder))
     budgets = [None] + [MemoryBudget.resolve(s, bench) for s in args.budgets.split(",") if s.strip()]
     encoders = tuple(args.encoder.split("+"))
-    print(f"{args.benchmark} [{args.split}]: {bench.split(args.split).stats()}; objective answer_span, "
+    print(f"{args.benchmark} [{args.split}]: {bench.split(args.split).stats()}; metric answer_span, "
           f"context B={args.context_budget}, embedder {args.embedder}")
     cells = []
     for b in budgets:
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         lo, hi = c["delta_interval"]
         print(f"| {c['architecture']} | {c['budget']} | {b['merged']} ({b['merged_lost']}) | {a['merged']} "
               f"({a['merged_lost']}) | {b['superseded']} / {a['superseded']} | {b['items']:g} / {a['items']:g} | "
-              f"{b['objective']:.4f} | {a['objective']:.4f} | {a['objective'] - b['objective']:+.4f} "
+              f"{b['score']:.4f} | {a['score']:.4f} | {a['score'] - b['score']:+.4f} "
               f"[{lo:+.4f}, {hi:+.4f}] |")
     if args.json:
         with open(args.json, "w") as f:

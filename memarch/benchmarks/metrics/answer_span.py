@@ -1,4 +1,4 @@
-"""The strict LM-free objective: is the gold answer's normalised token sequence CONTIGUOUS in the
+"""The strict LM-free metric: is the gold answer's normalised token sequence CONTIGUOUS in the
 context cut at the budget (the "has answer" test of dense-passage-retrieval evaluations)?
 
 Example::
@@ -171,7 +171,7 @@ def answer_span(answer: object, context: str, context_budget: int | None = DEFAU
     split on ";", "," and "and" (LoCoMo multi-hop lists) scores the share of parts found; one part
     scores 0 or 1. Empty or None gold: 0.0 (unanswerable questions are skipped by callers).
 
-    Cost (benchmarks/bench_objectives.py, 1,540 LoCoMo contexts of ~200 words, 2 loaded cores):
+    Cost (benchmarks/bench_metrics.py, 1,540 LoCoMo contexts of ~200 words, 2 loaded cores):
     150-240 µs per call as used in a trial, 270-400 µs with no line cache, 20-30 µs with every line
     cached, against 120-180 µs for `answer_recall`. Gold answers and context lines are normalised
     once and cached; then one substring search per gold part, linear in the context.

@@ -1,4 +1,4 @@
-"""Scores for conversational memory: the LM-free objectives (the strict `answer_span`, re-exported
+"""Scores for conversational memory: the LM-free metrics (the strict `answer_span`, re-exported
 from its own module, the bag-of-tokens answer recall, evidence recall within a context budget) and
 LoCoMo's official QA scoring (token F1 with Porter stemming after SQuAD normalisation, with its
 category rules), reimplemented.
@@ -85,7 +85,7 @@ def qa_f1(prediction: object, gold: object, category: str) -> float:
 def answer_recall(answer: object, context: str, context_budget: int | None = DEFAULT_CONTEXT_BUDGET) -> float:
     """Share of the gold answer's distinct normalised tokens present in ``context`` cut at the budget.
 
-    The lenient LM-free objective (ANCHORS 6; the default is the stricter `answer_span`): no reader, so it measures whether memory *delivered* the
+    The lenient LM-free metric (ANCHORS 6; the default is the stricter `answer_span`): no reader, so it measures whether memory *delivered* the
     answer, not whether a model would use it. Unanswerable questions have no gold answer and are
     scored only with an LM (callers skip them).
     """

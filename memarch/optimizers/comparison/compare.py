@@ -102,7 +102,7 @@ class Comparison:
                 f"{'validation':>12}{'test (median [min-max])':>28}{'tokens':>10}")
         lines = [f"metric: {self.metric or '?'}; budget {self.budget} distinct architectures per run "
                  f"(warm start: {self.warm_start}, the same round 0 for every strategy of a seed); "
-                 f"target = {self.target:.4f} (search objective); trials to target: median, budget+1 when "
+                 f"target = {self.target:.4f} (search score); trials to target: median, budget+1 when "
                  f"not reached; picks chosen on validation", head, "-" * len(head)]
         for r in self.rows():
             lines.append(f"{r['strategy']:<{w}}{r['seeds']:>6}{r['best_search']:>13.4f}{r['trials_to_target']:>18g}"

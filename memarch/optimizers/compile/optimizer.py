@@ -174,7 +174,7 @@ class MemarchOptimizer:
         if self.settings.log_model or self.settings.register:
             self._log_model(program)
         tmp = Path(tempfile.mkdtemp(prefix="memarch-curve-")) / "curve.png"
-        plot_curves({self.settings.strategy: [self.report.curve]}, tmp, title=f"{name}: best-so-far search objective")
+        plot_curves({self.settings.strategy: [self.report.curve]}, tmp, title=f"{name}: best-so-far search score")
         self.tracker.finish(self.report.tracked_summary(), curve_png=tmp)
 
     def _prompts(self, program: Any, validation: float, trainset: Any, valset: Any, testset: Any) -> Any:
