@@ -1,6 +1,6 @@
-"""Near-duplicates and content tokens on a conversation benchmark: for each manager, how many items
+"""Near-duplicates and content words on a conversation benchmark: for each manager, how many items
 it superseded as duplicates / merges, how many of those said something (a number, date, name,
-code) their survivor does not, and the score — BEFORE (the content-token rule switched off through
+code) their survivor does not, and the score — BEFORE (the content-word rule switched off through
 `memarch.modules.managers._content.ENABLED`, this script's only use of it) and AFTER, side by side.
 
     nice -n 10 .venv/bin/python benchmarks/bench_dedup.py --data ../shared/data/locomo/locomo10.json \\
@@ -34,10 +34,10 @@ def kind_of(reason: str) -> str:
 
 
 def superseded(store) -> list[tuple[str, int, int]]:
-    """(kind, lost, differs) per superseded item: ``lost`` when it holds a content token its survivor
-    does not say, ``differs`` when their content tokens are not the same (a subset merged into its
+    """(kind, lost, differs) per superseded item: ``lost`` when it holds a content word its survivor
+    does not say, ``differs`` when their content words are not the same (a subset merged into its
     superset differs but loses nothing)."""
-    from memarch.modules.managers._content import content_tokens, missing_content
+    from memarch.modules.managers._content import content_words, missing_content
 
     out = []
     for ns in store.namespaces():
@@ -50,7 +50,7 @@ def superseded(store) -> list[tuple[str, int, int]]:
                 out.append((kind_of(entry.reason), 0, 0))
                 continue
             lost = bool(missing_content(survivor.text, it.text))
-            differs = content_tokens(survivor.text) != content_tokens(it.text)
+            differs = content_words(survivor.text) != content_words(it.text)
             out.append((kind_of(entry.reason), int(lost), int(differs)))
     return out
 
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'':<34} {'':>9}  after  {json.dumps({k: v for k, v in after.items() if k != 'scores'})}",
                   flush=True)
     print()
-    print("| architecture | memory budget | merged before (lost a content token) | merged after (lost) | "
+    print("| architecture | memory budget | merged before (lost a content word) | merged after (lost) | "
           "superseded before / after | items before / after | answer_span before | after | after - before, 95% paired bootstrap |")
     print("|---|---|---|---|---|---|---|---|---|")
     for c in cells:

@@ -1,4 +1,4 @@
-"""How much the bag-of-tokens `answer_recall` flatters memory next to the strict `answer_span`:
+"""How much the bag-of-words `answer_recall` flatters memory next to the strict `answer_span`:
 per benchmark, preset and category, the share of queries where bag recall >= 0.5 (a success
 under the bag) but the span is 0, the reverse (span >= 0.5, bag < 0.5), both means and success
 rates; plus the cost of one `answer_span` call on real LoCoMo contexts.

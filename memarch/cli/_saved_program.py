@@ -98,13 +98,13 @@ class SavedProgram:
             self.overridden.append("data contents")
         return bench
 
-    def set_memory_budget(self, tokens: int) -> None:
+    def set_memory_budget(self, words: int) -> None:
         """``--memory-budget`` over the file's own (noted as a changed setting when it differs)."""
         config = dict(self.data.get("config") or {})
         manager = dict(config.get("manager") or {})
-        if manager.get("memory_budget") != tokens:
+        if manager.get("memory_budget") != words:
             self.overridden.append("memory budget")
-        config["manager"] = {**manager, "memory_budget": tokens}
+        config["manager"] = {**manager, "memory_budget": words}
         self.data = {**self.data, "config": config}
 
     def build(self, resources: Any) -> Any:

@@ -154,7 +154,7 @@ class Retrieval:
 
 def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: int | None,
          trace: dict[str, Any] | None = None, compact: bool = False, texts: TextCaches | None = None) -> Retrieval:
-    """Keep the best items while they fit ``top_k`` and the token budget.
+    """Keep the best items while they fit ``top_k`` and the context budget.
 
     An item that does not fit whole is cut to the remaining budget if at least 8 words remain, and
     marked ``truncated`` in its trace; items after the budget is spent are dropped. ``compact``:

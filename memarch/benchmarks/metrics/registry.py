@@ -57,7 +57,7 @@ def explain_metric(metric: str, context_budget: int | None = DEFAULT_CONTEXT_BUD
     return {"answer_span": f"LM-free: gold answer contiguous in {cut}",
             "answer_recall": f"LM-free: share of gold answer words anywhere in {cut}",
             "evidence_recall": "LM-free: share of gold evidence turns among the retrieved items' sources",
-            "qa_f1": "LM reader's answer, LoCoMo token F1", "judge": "LM judge's verdict on the reader's answer",
+            "qa_f1": "LM reader's answer, LoCoMo word F1", "judge": "LM judge's verdict on the reader's answer",
             "task_score": "the agent benchmark's task score"}.get(metric, "")
 
 
