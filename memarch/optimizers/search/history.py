@@ -35,8 +35,8 @@ def cost_of(result: TrialResult) -> float:
     """The one cost number the Pareto front uses: LM tokens when an LM ran (`lm_tokens`: each once,
     not the per-role counts on top of their totals), else memory size."""
     c = result.cost or {}
-    tokens = lm_tokens(c)
-    return tokens if tokens else float(c.get("memory_items", 0.0))
+    spent = lm_tokens(c)
+    return spent if spent else float(c.get("memory_items", 0.0))
 
 
 def compact(result: TrialResult) -> dict[str, Any]:
