@@ -137,9 +137,9 @@ class FilesStore(Store):
         terms_of = Terms.of(self.resources.texts).terms  # this store's memo of them
         terms = set(terms_of(query))
         index = lexical_index(self, namespace)
-        # Every note sharing a word with the query (its key counts), in BM25 order: BM25 alone
-        # scores a word found in every note of a small namespace as nothing.
-        bm25 = index.bm25.scores(list(words))
+        # Every note sharing a term with the query (its key counts), in BM25 order: BM25 alone
+        # scores a term found in every note of a small namespace as nothing.
+        bm25 = index.bm25.scores(list(terms))
         sharing = [j for j, it in enumerate(index.items) if terms & set(terms_of(f"{it.id} {it.text}"))]
         for rank, j in enumerate(sorted(sharing, key=lambda j: -bm25[j])[: k * 2]):
             fused[index.ids[j]] = fused.get(index.ids[j], 0.0) + 1.0 / (60 + rank)
