@@ -1,6 +1,6 @@
-"""Near-duplicates and content tokens on a conversation benchmark: for each manager, how many items
+"""Near-duplicates and content words on a conversation benchmark: for each manager, how many items
 it superseded as duplicates / merges, how many of those said something (a number, date, name,
-code) their survivor does not, and the score — BEFORE (the content-token rule switched off through
+code) their survivor does not, and the score — BEFORE (the content-word rule switched off through
 `memarch.modules.managers._content.ENABLED`, this script's only use of it) and AFTER, side by side.
 
     nice -n 10 .venv/bin/python benchmarks/bench_dedup.py --data ../shared/data/locomo/locomo10.json \\
@@ -34,10 +34,10 @@ def kind_of(reason: str) -> str:
 
 
 def superseded(store) -> list[tuple[str, int, int]]:
-    """(kind, lost, differs) per superseded item: ``lost`` when it holds a content token its survivor
-    does not say, ``differs`` when their content tokens are not the same (a subset merged into its
+    """(kind, lost, differs) per superseded item: ``lost`` when it holds a content word its survivor
+    does not say, ``differs`` when their content words are not the same (a subset merged into its
     superset differs but loses nothing)."""
-    from memarch.modules.managers._content import content_tokens, missing_content
+    from memarch.modules.managers._content import content_words, missing_content
 
     out = []
     for ns in store.namespaces():
@@ -50,7 +50,7 @@ def superseded(store) -> list[tuple[str, int, int]]:
                 out.append((kind_of(entry.reason), 0, 0))
                 continue
             lost = bool(missing_content(survivor.text, it.text))
-            differs = content_tokens(survivor.text) != content_tokens(it.text)
+            differs = content_words(survivor.text) != content_words(it.text)
             out.append((kind_of(entry.reason), int(lost), int(differs)))
     return out
 
@@ -70,7 +70,7 @@ def run(arch, bench, split: str, resources, context_budget: int, config: dict | 
         _content.ENABLED = True
     rows = superseded(program.store)
     merged = [r for r in rows if r[0] in MERGES]
-    return {"objective": result.score, "scores": [o.score for o in result.outcomes],
+    return {"score": result.score, "scores": [o.score for o in result.outcomes],
             "items": result.cost.get("memory_items"), "superseded": len(rows),
             "merged": len(merged), "merged_lost": sum(r[1] for r in merged),
             "merged_differs": sum(r[2] for r in merged), "by_kind": dict(Counter(r[0] for r in rows)),
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     resources = Resources(embedder=Embedder(args.embedder))
     budgets = [None] + [MemoryBudget.resolve(s, bench) for s in args.budgets.split(",") if s.strip()]
     encoders = tuple(args.encoder.split("+"))
-    print(f"{args.benchmark} [{args.split}]: {bench.split(args.split).stats()}; objective answer_span, "
+    print(f"{args.benchmark} [{args.split}]: {bench.split(args.split).stats()}; metric answer_span, "
           f"context B={args.context_budget}, embedder {args.embedder}")
     cells = []
     for b in budgets:
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'':<34} {'':>9}  after  {json.dumps({k: v for k, v in after.items() if k != 'scores'})}",
                   flush=True)
     print()
-    print("| architecture | memory budget | merged before (lost a content token) | merged after (lost) | "
+    print("| architecture | memory budget | merged before (lost a content word) | merged after (lost) | "
           "superseded before / after | items before / after | answer_span before | after | after - before, 95% paired bootstrap |")
     print("|---|---|---|---|---|---|---|---|---|")
     for c in cells:
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         lo, hi = c["delta_interval"]
         print(f"| {c['architecture']} | {c['budget']} | {b['merged']} ({b['merged_lost']}) | {a['merged']} "
               f"({a['merged_lost']}) | {b['superseded']} / {a['superseded']} | {b['items']:g} / {a['items']:g} | "
-              f"{b['objective']:.4f} | {a['objective']:.4f} | {a['objective'] - b['objective']:+.4f} "
+              f"{b['score']:.4f} | {a['score']:.4f} | {a['score'] - b['score']:+.4f} "
               f"[{lo:+.4f}, {hi:+.4f}] |")
     if args.json:
         with open(args.json, "w") as f:

@@ -95,7 +95,7 @@ def quality(model: str, bench, cache_root: str, budget: int) -> dict:
     r = evaluate(arch, bench, split="validation", resources=resources, context_budget=budget)
     if r.failed:
         sys.exit(f"{model}: trial failed: {r.error}")
-    return {"architecture": arch.key(), "objective": r.score, **{m: r.scores[m] for m in METRICS},
+    return {"architecture": arch.key(), "score": r.score, **{m: r.scores[m] for m in METRICS},
             "questions": int(r.scores.get("questions", 0)), "memory_items": r.cost.get("memory_items"),
             "embeddings_computed": int(r.cost.get("embeddings_computed", 0)), "wall_s": r.cost.get("wall_s")}
 

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = get_benchmark(args.benchmark, args.data)
     resources = Resources(embedder=Embedder(args.embedder))
     budgets = [MemoryBudget.resolve(s, bench) for s in args.budgets.split(",") if s.strip()]
-    print(f"{args.benchmark} [{args.split}]: {bench.split(args.split).stats()}; objective answer_span, "
+    print(f"{args.benchmark} [{args.split}]: {bench.split(args.split).stats()}; metric answer_span, "
           f"context B={args.context_budget}")
     for b in budgets:
         print(f"  {b.describe()}")

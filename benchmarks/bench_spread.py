@@ -1,5 +1,5 @@
 """Does a benchmark separate architectures? Evaluate a seeded sample of the LM-free valid
-conversation space and report the spread of the objective, the best and worst, a bootstrap
+conversation space and report the spread of the score, the best and worst, a bootstrap
 interval of the best-minus-median paired difference, and the per-category ranges.
 
     .venv/bin/python benchmarks/bench_spread.py --sample 40 --split search
@@ -59,13 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     if not ok:
         print("every trial failed", file=sys.stderr)
         return 1
-    objs = [r.score for _, r in ok]
+    scores = [r.score for _, r in ok]
     median_arch, median = ok[len(ok) // 2]
     best_arch, best = ok[0]
     lo, hi = paired_interval([o.score for o in best.outcomes], [o.score for o in median.outcomes])
     print(f"\nno-memory baseline: {baseline.score:.4f}")
-    print(f"objective over {len(ok)} architectures: min {min(objs):.4f}  median {statistics.median(objs):.4f}  "
-          f"max {max(objs):.4f}  spread (max-min) {max(objs) - min(objs):.4f}  stdev {statistics.pstdev(objs):.4f}")
+    print(f"score over {len(ok)} architectures: min {min(scores):.4f}  median {statistics.median(scores):.4f}  "
+          f"max {max(scores):.4f}  spread (max-min) {max(scores) - min(scores):.4f}  stdev {statistics.pstdev(scores):.4f}")
     print(f"best   {best.score:.4f}  {best_arch.key()}")
     print(f"median {median.score:.4f}  {median_arch.key()}")
     print(f"worst  {ok[-1][1].score:.4f}  {ok[-1][0].key()}")
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{statistics.fmean(r.cost['wall_s'] for _, r in ok[1:] or ok):.2f} s")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump([{"architecture": a.key(), "objective": r.score, "failed": r.failed, "error": r.error,
+            json.dump([{"architecture": a.key(), "score": r.score, "failed": r.failed, "error": r.error,
                         "per_category": r.per_category, "wall_s": r.cost.get("wall_s")} for a, r in rows], fh, indent=1)
     return 0
 

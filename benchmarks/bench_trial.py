@@ -88,7 +88,7 @@ def _measure(args, arch, bench, cache_dir: str, load_s: float) -> int:
     if cold.failed:
         print(f"trial failed: {cold.error}", file=sys.stderr)
         return 1
-    print(f"cold: {cold_s:7.2f} s  objective {cold.score:.4f}  scored questions "
+    print(f"cold: {cold_s:7.2f} s  score {cold.score:.4f}  scored questions "
           f"{int(cold.scores['questions'])}  embeddings computed {int(cold.cost['embeddings_computed'])}  "
           f"(write {cold.cost['write_s']:.2f} s, read {cold.cost['read_s']:.2f} s)")
     warm_times = []
@@ -96,7 +96,7 @@ def _measure(args, arch, bench, cache_dir: str, load_s: float) -> int:
         warm_s, warm = trial(arch, bench, cache_dir, args.budget, args.embedder)
         warm_times.append(warm_s)
         same = abs(warm.score - cold.score) < 1e-9
-        print(f"warm: {warm_s:7.2f} s  objective {warm.score:.4f} ({'same' if same else 'DIFFERENT'})  "
+        print(f"warm: {warm_s:7.2f} s  score {warm.score:.4f} ({'same' if same else 'DIFFERENT'})  "
               f"embeddings computed {int(warm.cost['embeddings_computed'])}  "
               f"(write {warm.cost['write_s']:.2f} s, read {warm.cost['read_s']:.2f} s)")
     from memarch.pipeline.embed import Embedder
@@ -110,7 +110,7 @@ def _measure(args, arch, bench, cache_dir: str, load_s: float) -> int:
     for i in range(args.warm_runs):
         s_, r_ = trial(arch, bench, cache_dir, args.budget, args.embedder, shared)
         in_process.append(s_)
-        print(f"warm in-process: {s_:7.2f} s  objective {r_.score:.4f} "
+        print(f"warm in-process: {s_:7.2f} s  score {r_.score:.4f} "
               f"({'same' if abs(r_.score - cold.score) < 1e-9 else 'DIFFERENT'})  "
               f"(write {r_.cost['write_s']:.2f} s, read {r_.cost['read_s']:.2f} s)")
     if args.profile:
@@ -123,7 +123,7 @@ def _measure(args, arch, bench, cache_dir: str, load_s: float) -> int:
     print(f"warm in-process best {min(in_process):.2f} s (goal <= 1 s: {'yes' if min(in_process) <= 1 else 'NO'})")
     print(json.dumps({"cold_s": round(cold_s, 3), "warm_s": round(best, 3), "ratio": round(ratio, 2),
                       "warm_in_process_s": round(min(in_process), 3),
-                      "objective": cold.score, "per_category": cold.per_category}))
+                      "score": cold.score, "per_category": cold.per_category}))
     return 0 if ok else 1
 
 

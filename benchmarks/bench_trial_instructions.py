@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         n, score = measure(checkout, args)
         first = first or n
-        print(f"{str(checkout):50s} {n:>15,d} instructions  {n / first:6.3f}x  objective {score:.6f}  "
+        print(f"{str(checkout):50s} {n:>15,d} instructions  {n / first:6.3f}x  score {score:.6f}  "
               f"({time.monotonic() - t0:.0f} s under valgrind)", flush=True)
     return 0
 

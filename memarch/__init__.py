@@ -42,18 +42,11 @@ _LAZY = {
     "record_result": "memarch.optimizers.search.trial_function",
     "record_outcomes": "memarch.optimizers.search.trial_function",
 }
-# Names of earlier releases (one release of grace, with a warning): old name -> new name.
-_RENAMED = {"SearchSpace": "ParamSpace", "BenchmarkMetric": "BenchmarkEvaluator", "CachedMetric": "CachedEvaluator"}
 
 
 def __getattr__(name):
     import importlib
 
-    if name in _RENAMED:
-        from memarch.pipeline.deprecation import warn_renamed
-
-        warn_renamed(name, _RENAMED[name], "memarch")
-        name = _RENAMED[name]
     if name not in _LAZY:
         raise AttributeError(f"module 'memarch' has no attribute {name!r}")
     return getattr(importlib.import_module(_LAZY[name]), name)

@@ -1,8 +1,10 @@
 """The glossary of docs/architecture.md ("One name per concept") is what the code says: every public
 name (what the packages' ``__init__.py`` export, their parameters, attributes and methods) follows
-it, and the glossary keeps every word it must define."""
+it, every name the code defines says "objective" only for a study's objectives and "tokens" only
+for LM (or a model tokenizer's, or bearer) tokens, and the glossary keeps every word it must define."""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import inspect
@@ -25,8 +27,17 @@ BANNED = {
     "search_space": "the Optuna view is the parameter space: `param_space`",
 }
 WORDS = ("metric", "score", "evaluator", "objectives", "trial function", "strategy", "pruner", "space",
-         "parameter space", "budget", "context budget", "memory budget", "prompt budget", "words", "tokens", "knob",
-         "search", "Pareto front")
+         "parameter space", "budget", "context budget", "memory budget", "prompt budget", "words", "terms", "tokens",
+         "knob", "search", "Pareto front")
+# Where a name may say "token(s)": the LM's tokens, an embedding model tokenizer's, a bearer token's.
+TOKEN_PLACES = ("memarch/lm/", "memarch/pipeline/embed", "memarch/app/serve/", "memarch/cli/serve.py")
+# Names that say LM tokens wherever they are defined.
+LM_TOKEN_NAMES = {"lm_tokens", "tokens_in", "tokens_out", "max_tokens", "prompt_tokens", "completion_tokens"}
+# (file, name): a defined name the rules allow by what it means there.
+ALLOWED = {
+    ("memarch/optimizers/compile/report.py", "tokens"): "CompileReport.tokens: the LM tokens the search spent",
+    ("memarch/optimizers/search/pareto.py", "objective_front"): "the front over a study's own objectives",
+}
 
 
 def _glossary() -> dict[str, str]:
@@ -122,6 +133,63 @@ def test_a_metric_parameter_is_a_name_and_an_evaluator_is_an_evaluator():
             param = inspect.signature(fn).parameters.get("metric")
             if param is not None and param.annotation is not inspect.Parameter.empty:
                 assert "str" in str(param.annotation), f"{qual}.{fn.__name__}(metric: {param.annotation})"
+
+
+def _defined_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, name) of every name a module defines: functions, classes, parameters, fields,
+    variables and attributes it assigns (what it references is checked where that is defined)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append((node.lineno, node.name))
+        elif isinstance(node, ast.arg):
+            out.append((node.lineno, node.arg))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.comprehension,
+                               ast.withitem, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.optional_vars] if isinstance(node, ast.withitem) else [node.target]
+            for target in targets:
+                for t in ast.walk(target) if target is not None else ():
+                    if isinstance(t, ast.Name):
+                        out.append((t.lineno, t.id))
+                    elif isinstance(t, ast.Attribute):
+                        out.append((t.lineno, t.attr))
+    return out
+
+
+def _parts(name: str) -> set[str]:
+    """The words of a name: ``TokenAuth`` -> {"token", "auth"}, ``no_memory_objective`` -> {...}."""
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)}
+
+
+def _misnamed(path: str, tree: ast.AST) -> list[str]:
+    bad = []
+    for line, name in _defined_names(tree):
+        parts, why = _parts(name), None
+        if "objective" in parts:
+            why = "'objective' is only a study's: a metric, a score or the trial function"
+        elif parts & {"token", "tokens"} and name not in LM_TOKEN_NAMES and not path.startswith(TOKEN_PLACES):
+            why = "'tokens' are the LM's: memarch counts words, the lexical side matches terms"
+        if why and (path, name) not in ALLOWED:
+            bad.append(f"{path}:{line}: {name!r} ({why})")
+    return bad
+
+
+def test_the_code_names_objective_and_tokens_by_the_glossary():
+    bad = []
+    for file in sorted((ROOT / "memarch").rglob("*.py")):
+        path = file.relative_to(ROOT).as_posix()
+        bad += _misnamed(path, ast.parse(file.read_text(encoding="utf-8")))
+    assert not bad, "\n".join(bad)
+
+
+def test_the_code_check_bites():
+    """A metric named objective, words named tokens: found; a study's objectives and LM tokens: not."""
+    code = ast.parse("def score(objective, objectives, lm_tokens):\n"
+                     "    tokens = text.split()\n    self.token_budget = 200\n    for no_memory_objective in x: pass\n")
+    found = [b.split(": ", 1)[1].split(" (")[0] for b in _misnamed("memarch/benchmarks/x.py", code)]
+    assert sorted(found) == sorted(["'objective'", "'tokens'", "'token_budget'", "'no_memory_objective'"])
+    assert not _misnamed("memarch/lm/x.py", ast.parse("tokens = usage['prompt_tokens']"))
 
 
 def test_the_check_bites():

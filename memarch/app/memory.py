@@ -163,7 +163,7 @@ class Memory:
         return self._read(query, user_id, limit, lambda r: [MemoryRecord.of(s.item, s.score) for s in r.items])
 
     def context(self, query: str, *, user_id: str = "default", limit: int | None = None) -> str:
-        """The context the program would give the model (its token budget applied)."""
+        """The context the program would give the model (its context budget applied)."""
         return self._read(query, user_id, limit, lambda r: r.context)
 
     def history(self, item_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:

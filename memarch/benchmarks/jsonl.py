@@ -1,6 +1,6 @@
 """Your own data as a benchmark: a memarch data file (JSONL, docs/data.md) of dialogues is a stream
 benchmark, one of recorded agent tasks an offline collect -> deploy benchmark (``jsonl_tasks``).
-Splits, objectives and attribution are the ones every benchmark has."""
+Splits, metrics and attribution are the ones every benchmark has."""
 from __future__ import annotations
 
 import logging

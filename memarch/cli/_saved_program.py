@@ -1,5 +1,5 @@
 """``memarch evaluate --program FILE``: a saved program's settings (top_k, context budget; benchmark,
-data, knobs, split, objective, limit from its evaluation record) under the user's overrides, a
+data, knobs, split, metric, limit from its evaluation record) under the user's overrides, a
 fresh program built from it, and the measured score set against the reported one."""
 from __future__ import annotations
 
@@ -98,13 +98,13 @@ class SavedProgram:
             self.overridden.append("data contents")
         return bench
 
-    def set_memory_budget(self, tokens: int) -> None:
+    def set_memory_budget(self, words: int) -> None:
         """``--memory-budget`` over the file's own (noted as a changed setting when it differs)."""
         config = dict(self.data.get("config") or {})
         manager = dict(config.get("manager") or {})
-        if manager.get("memory_budget") != tokens:
+        if manager.get("memory_budget") != words:
             self.overridden.append("memory budget")
-        config["manager"] = {**manager, "memory_budget": tokens}
+        config["manager"] = {**manager, "memory_budget": words}
         self.data = {**self.data, "config": config}
 
     def build(self, resources: Any) -> Any:
@@ -132,19 +132,19 @@ class SavedProgram:
         return lines
 
     def comparison(self, result: Any) -> str | None:
-        """``reported test 0.61 (objective answer_recall): reproduced`` or ``DIFFERS by ...``."""
+        """``reported test 0.61 (metric answer_recall): reproduced`` or ``DIFFERS by ...``."""
         rec = self.record
         if rec is None or result.failed or rec.scores.get(result.split) is None:
             return None
         reported = float(rec.scores[result.split])
-        objective = result.metadata.get("metric") or rec.metric
-        head = f"  reported {result.split} {reported:.4f} (objective {rec.metric})"
-        changed = list(dict.fromkeys(self.overridden + (["metric"] if objective != rec.metric else [])))
+        metric = result.metadata.get("metric") or rec.metric
+        head = f"  reported {result.split} {reported:.4f} (metric {rec.metric})"
+        changed = list(dict.fromkeys(self.overridden + (["metric"] if metric != rec.metric else [])))
         note = f"; settings changed: {', '.join(changed)}" if changed else ""
         diff = result.score - reported
         if math.isclose(result.score, reported, rel_tol=0.0, abs_tol=1e-12):
             return f"{head}: reproduced{note}"
-        return f"{head}: DIFFERS by {diff:+.4f} (measured {result.score:.4f} with objective {objective}{note})"
+        return f"{head}: DIFFERS by {diff:+.4f} (measured {result.score:.4f} with metric {metric}{note})"
 
 
 def saved_context_budget(data: dict) -> int | None:

@@ -15,7 +15,7 @@ def add_arguments(p) -> None:
 
     add_search_arguments(p)
     p.add_argument("--target", type=float, default=None,
-                   help="search objective to reach (default: 99%% of the best any run found)")
+                   help="search score to reach (default: 99%% of the best any run found)")
     p.add_argument("--no-baselines", action="store_true", help="skip the presets and the no-memory baseline")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="run N (strategy, seed) studies side by side in forked processes, one per core (LM-free "

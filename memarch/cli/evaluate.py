@@ -138,9 +138,9 @@ def _print(result) -> None:
     if "official" in result.metadata:
         print_official(result.metadata["official"], result.metadata.get("top_k"), result.metadata.get("context_budget"))
     print("  failures attributed: " + ", ".join(f"{m}={n}" for m, n in result.attribution.items()))
-    tokens = {k: v for k, v in result.cost.items() if k.startswith(("tokens_", "lm_calls"))}
-    if tokens:
-        print("  LM cost: " + ", ".join(f"{k}={v:g}" for k, v in sorted(tokens.items())))
+    lm_cost = {k: v for k, v in result.cost.items() if k.startswith(("tokens_", "lm_calls"))}
+    if lm_cost:
+        print("  LM cost: " + ", ".join(f"{k}={v:g}" for k, v in sorted(lm_cost.items())))
     _print_fallbacks(result)
     kept = result.metadata.get("memory_budget")
     if kept:

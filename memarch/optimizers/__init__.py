@@ -32,7 +32,6 @@ _EXPORTS = {
     "compare": "comparison", "Comparison": "comparison", "CompareSettings": "comparison",
     "Evaluator": "evaluators", "BenchmarkEvaluator": "evaluators", "CachedEvaluator": "evaluators",
     "CallableEvaluator": "evaluators", "EvaluatorWrapper": "evaluators",
-    "BenchmarkMetric": "evaluators", "CachedMetric": "evaluators",  # deprecated names (one release)
     "LandscapeEvaluator": "landscapes.evaluator",
     "GuidedSampler": "samplers", "ArchiveSampler": "samplers",
     "STRATEGIES": "samplers", "make_sampler": "samplers",

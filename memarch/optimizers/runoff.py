@@ -7,8 +7,7 @@ from typing import Any
 from memarch.optimizers.search.champion import select_champion
 from memarch.optimizers.search.pareto import objective_front
 from memarch.optimizers.search.history import History
-from memarch.optimizers.evaluators.base import Evaluator
-from memarch.optimizers.search.runner import Metric
+from memarch.optimizers.evaluators.base import Evaluator, EvaluatorFunction
 from memarch.optimizers.search.settings import DEFAULT_FINALISTS
 from memarch.optimizers.search.selection import QUALITY_SELECTION, Selection
 from memarch.optimizers.search.selection import select as select_pick
@@ -18,7 +17,7 @@ from memarch.pipeline.architecture import Architecture
 MAX_FRONT_FINALISTS = 8  # search front members re-scored on validation in a multi-objective study
 
 
-def choose_on_validation(history: History, evaluator: Evaluator | Metric, valset: Any,
+def choose_on_validation(history: History, evaluator: Evaluator | EvaluatorFunction, valset: Any,
                          finalists: int = DEFAULT_FINALISTS, *,
                          objectives: tuple[str, ...] = SINGLE, selection: Selection = QUALITY_SELECTION,
                          details: dict[str, Any] | None = None) -> tuple[Architecture, dict[str, float | None]]:

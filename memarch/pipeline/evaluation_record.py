@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from memarch.errors import DataError
-from memarch.pipeline.deprecation import deprecated_attribute
 
 SCORE_SPLITS = ("search", "validation", "test")
-# The keys of saved records of earlier releases, read as today's.
+# The keys of records saved by earlier code, read as today's (a saved program keeps loading).
 OLD_KEYS = {"objective": "metric", "budget_tokens": "context_budget"}
 
 
@@ -70,10 +69,6 @@ class EvaluationRecord:
     split: dict[str, Any] = field(default_factory=dict)
     limit: int | None = None
     scores: dict[str, float | None] = field(default_factory=dict)
-
-    # Names of earlier releases (one release of grace, with a warning).
-    objective = deprecated_attribute("objective", "metric", "EvaluationRecord")
-    budget_tokens = deprecated_attribute("budget_tokens", "context_budget", "EvaluationRecord")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -14,7 +14,6 @@ import dspy
 from memarch.pipeline.module_attributes import lean_getattribute
 from memarch.errors import DataError, MemarchError
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import deprecated_attribute, renamed_keywords
 from memarch.pipeline.episodes import Episode, Query
 from memarch.pipeline.evaluation_record import EvaluationRecord
 from memarch.pipeline.files import atomic_write_json, read_json
@@ -48,7 +47,7 @@ class MemoryProgram(dspy.Module):
         config: per-module keyword arguments, ``{"store": {...}, "retriever": {...},
             "manager": {...}, "encoder:tip": {...}}``; the architecture's ``params`` (module knobs)
             are applied over it; ``{"manager": {"memory_budget": N}}`` caps every namespace at N
-            tokens of active memory after each write.
+            words of active memory after each write.
 
     ``evaluation`` (an `EvaluationRecord`, set by compile) says how the program's reported scores
     were measured; ``memarch evaluate --program FILE`` reproduces them from it. ``reader_prompts``
@@ -60,12 +59,8 @@ class MemoryProgram(dspy.Module):
     __getattribute__ = lean_getattribute
 
     def __init__(self, architecture: Architecture | dict, *, resources: Resources | None = None,
-                 top_k: int = DEFAULT_TOP_K, context_budget: int | None = None, config: dict[str, Any] | None = None,
-                 **renamed: Any):
+                 top_k: int = DEFAULT_TOP_K, context_budget: int | None = None, config: dict[str, Any] | None = None):
         super().__init__()
-        if renamed:  # ``budget_tokens=`` of earlier releases (with a warning)
-            context_budget = renamed_keywords(renamed, {"budget_tokens": "context_budget"},
-                                              where="MemoryProgram()")["context_budget"]
         arch = architecture if isinstance(architecture, Architecture) else Architecture.from_dict(architecture)
         self.resources = resources or Resources()
         family = arch.family
@@ -94,8 +89,6 @@ class MemoryProgram(dspy.Module):
         self.pinned_defaults: dict[str, Any] = {}
 
     # -- write / read ----------------------------------------------------------------------------
-    budget_tokens = deprecated_attribute("budget_tokens", "context_budget", "MemoryProgram")
-
     def encode(self, episode: Episode) -> list[MemoryItem]:
         """What the encoders would write for ``episode`` (before the manager sees it)."""
         items: list[MemoryItem] = []
@@ -125,10 +118,7 @@ class MemoryProgram(dspy.Module):
         return sum(len(self.write(ep)) for ep in episodes)
 
     def read(self, query: Query | str, *, top_k: int | None = None,
-             context_budget: int | None = None, **renamed: Any) -> Retrieval:
-        if renamed:  # ``budget_tokens=`` of earlier releases (with a warning)
-            context_budget = renamed_keywords(renamed, {"budget_tokens": "context_budget"},
-                                              where="MemoryProgram.read()")["context_budget"]
+             context_budget: int | None = None) -> Retrieval:
         if isinstance(query, str):
             query = Query(text=query)
         return self.retriever.retrieve(query, self.store, top_k=top_k or self.top_k,

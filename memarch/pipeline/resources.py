@@ -42,7 +42,7 @@ class Resources:
         # Encoder cache hits decoded into items once per process: episode key -> the items
         # (`Encoder.encode` clones them; ~1 KB an item, LoCoMo's LM-free encoders ~20k items).
         self.encoded = BoundedMemo(ENCODED_EPISODES)
-        # This owner's memos of texts (tokens, stems, sentences, context lines...): `TextCaches`.
+        # This owner's memos of texts (terms, stems, sentences, context lines...): `TextCaches`.
         self.texts = TextCaches()
 
     def forget_texts(self) -> None:

@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from memarch.pipeline.deprecation import moved_names
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.items import MemoryItem
 from memarch.pipeline.text_caches import TextCaches, TextMemos
@@ -155,7 +154,7 @@ class Retrieval:
 
 def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: int | None,
          trace: dict[str, Any] | None = None, compact: bool = False, texts: TextCaches | None = None) -> Retrieval:
-    """Keep the best items while they fit ``top_k`` and the token budget.
+    """Keep the best items while they fit ``top_k`` and the context budget.
 
     An item that does not fit whole is cut to the remaining budget if at least 8 words remain, and
     marked ``truncated`` in its trace; items after the budget is spent are dropped. ``compact``:
@@ -193,6 +192,3 @@ def pack(query: Query, ranked: list[ScoredItem], *, top_k: int, context_budget: 
               "candidates": len(ranked)})
     return Retrieval(query=query, items=kept, context="\n".join(lines), trace=t)
 
-
-# Names of earlier releases (one release of grace, with a warning).
-__getattr__ = moved_names(__name__, {"count_tokens": "count_words", "truncate_tokens": "truncate_words"}, globals())

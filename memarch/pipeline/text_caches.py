@@ -30,7 +30,7 @@ class TextMemos:
 
     Args:
         texts: the owner's `TextCaches`, where a memo that builds on another concern's memos finds
-            them (``texts[Tokens].tokens``).
+            them (``texts[Terms].terms``).
     """
 
     def __init__(self, texts: "TextCaches"):
@@ -66,15 +66,15 @@ class TextMemos:
 class TextCaches(dict):
     """`Resources.texts`: one `TextMemos` of each concern, made the first time it is asked for.
 
-    ``texts[Tokens]`` is a dict lookup (a hot read path binds the memo once per call, as it would a
+    ``texts[Terms]`` is a dict lookup (a hot read path binds the memo once per call, as it would a
     module-level function); `forget` empties every memo of this owner, `sizes` counts what they hold.
 
     Example::
 
         texts = TextCaches()
-        tokens = texts[Tokens].tokens      # Tokens: memarch.modules.stores.lexical
-        tokens("Caroline moved to Paris")  # ("caroline", "moved", "paris")
-        texts.forget(); texts.sizes()      # {"Tokens.tokens": 0, ...}
+        terms = texts[Terms].terms        # Terms: memarch.modules.stores.lexical
+        terms("Caroline moved to Paris")  # ("caroline", "moved", "paris")
+        texts.forget(); texts.sizes()     # {"Terms.terms": 0, ...}
     """
 
     def __missing__(self, kind: type[M]) -> M:
@@ -87,7 +87,7 @@ class TextCaches(dict):
             memos.forget()
 
     def sizes(self) -> dict[str, int]:
-        """Entries held, per memo (``"Tokens.tokens"``), over every concern made so far."""
+        """Entries held, per memo (``"Terms.terms"``), over every concern made so far."""
         return {f"{kind.__name__}.{name}": size
                 for kind, memos in list(self.items()) for name, size in memos.sizes().items()}
 

@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import deprecated_attribute, renamed_keywords
 
 MODULES = ("encode", "manage", "store", "retrieve")
 
@@ -53,8 +52,6 @@ class TrialResult:
     fallbacks: dict[str, int] = field(default_factory=dict)
     lm_requests: dict[str, int] = field(default_factory=dict)
 
-    objective = deprecated_attribute("objective", "score", "TrialResult")
-
     def to_dict(self) -> dict:
         d = asdict(self)
         d["architecture"] = self.architecture.to_dict() if self.architecture else None
@@ -63,7 +60,7 @@ class TrialResult:
     @classmethod
     def from_dict(cls, d: dict) -> "TrialResult":
         d = dict(d)
-        if "objective" in d and "score" not in d:  # written by an earlier release
+        if "objective" in d and "score" not in d:  # a file written by earlier code (--json, a study)
             d["score"] = d.pop("objective")
         meta = d.get("metadata") or {}
         if "objective" in meta and "metric" not in meta:
@@ -76,13 +73,3 @@ class TrialResult:
     def failures(self) -> list[QueryOutcome]:
         return [o for o in self.outcomes if not o.success]
 
-
-_dataclass_init = TrialResult.__init__
-
-
-def _init(self: TrialResult, *args: Any, **kwargs: Any) -> None:
-    # ``TrialResult(..., objective=...)`` of earlier releases still builds one (with a warning).
-    _dataclass_init(self, *args, **renamed_keywords(kwargs, {"objective": "score"}, where="TrialResult()"))
-
-
-TrialResult.__init__ = _init  # type: ignore[method-assign]

@@ -29,11 +29,11 @@ def test_deleting_a_user_empties_that_memorys_caches_and_leaves_another_memorys_
         assert "zanzibarite" in a.search("where is the zanzibarite vault?", user_id="victim")[0].text
         b.search("where did Ann move?", user_id="ann")
         assert a.resources.texts is not b.resources.texts  # each memory owns its memos
-        assert a.resources.texts.sizes()["Tokens.tokens"] > 0 and "victim" in a.program.store.namespaces()
+        assert a.resources.texts.sizes()["Terms.terms"] > 0 and "victim" in a.program.store.namespaces()
         assert hybrid.__name__ in a.program.store.caches.owners()
         b_sizes, b_store = b.resources.texts.sizes(), b.program.store
         b_parts = {owner: dict(b_store.caches.part(owner)) for owner in b_store.caches.owners()}
-        assert b_sizes["Tokens.tokens"] > 0 and b_parts[hybrid.__name__]
+        assert b_sizes["Terms.terms"] > 0 and b_parts[hybrid.__name__]
 
         assert a.delete(user_id="victim") == 1
 
@@ -53,7 +53,7 @@ def test_deleting_a_user_empties_that_memorys_caches_and_leaves_another_memorys_
         assert sum(i.misses for i in after.values()) == sum(i.misses for i in before.values())
         # The deleted user's memory serves its other user as before, from memos made anew.
         assert "tea" in a.search("what does the keeper drink?", user_id="keeper")[0].text
-        assert a.resources.texts.sizes()["Tokens.tokens"] > 0
+        assert a.resources.texts.sizes()["Terms.terms"] > 0
 
 
 def _module_memos() -> dict[str, object]:
@@ -80,4 +80,4 @@ def test_a_memory_fills_no_module_level_memo_with_its_texts(program_file, tmp_pa
         memory.search("zanzibarite vault code", user_id="victim")
         filled = {name for name, memo in _module_memos().items() if memo.cache_info().currsize}
         assert filled <= set(NOT_TEXTS), filled - set(NOT_TEXTS)
-        assert memory.resources.texts.sizes()["Tokens.tokens"] > 0  # the texts went to the memory's own
+        assert memory.resources.texts.sizes()["Terms.terms"] > 0  # the texts went to the memory's own

@@ -2,7 +2,7 @@
 w{i}xbob" added one by one to a `Memory` all stay searchable, each found by its own number; a
 re-added fact merges, and the survivor's history says what it absorbed, with the text.
 
-Before the content-token rule (`memarch.modules.managers._content`) the bundled MiniLM embedder at
+Before the content-word rule (`memarch.modules.managers._content`) the bundled MiniLM embedder at
 the conversation default (cosine 0.98) left 175 of 300 active, and the hash embedder at
 ``manage.dedup_threshold`` 0.8 (cosine of fact 46 and fact 47: 0.82) left 65.
 
@@ -54,7 +54,7 @@ def _assert_all_found(memory):
 @pytest.mark.parametrize("manage", ["lightweight", "json_full", "tool_manager"])
 def test_300_code_words_all_searchable_hash(manage, hash_resources, tmp_path):
     # At 0.8 the hash embedder puts neighbouring facts above the dedup threshold (0.82): only the
-    # content-token rule keeps them apart.
+    # content-word rule keeps them apart.
     memory = _memory(tmp_path, hash_resources, manage, {"manage.dedup_threshold": 0.8})
     _fill(memory)
     _assert_all_found(memory)

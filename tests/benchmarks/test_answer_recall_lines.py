@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from memarch.benchmarks.metrics.scores import answer_recall, answer_tokens
+from memarch.benchmarks.metrics.scores import answer_recall, answer_words
 from memarch.pipeline.retrieval import truncate_words
 
 WORDS = ["The", "a", "an", "and", "Ana", "Lisbon,", "moved", "in", "May", "2023.", "1,000", "it's", "(Rui)",
@@ -13,12 +13,12 @@ WORDS = ["The", "a", "an", "and", "Ana", "Lisbon,", "moved", "in", "May", "2023.
 
 
 def reference(answer, context, budget):  # the whole context normalised at once (before the change)
-    gold = set(answer_tokens(answer))
+    gold = set(answer_words(answer))
     if not gold:
         return 0.0
     if budget is not None:
         context = truncate_words(context, budget)
-    return len(gold & set(answer_tokens(context))) / len(gold)
+    return len(gold & set(answer_words(context))) / len(gold)
 
 
 def test_line_by_line_equals_the_whole_context():

@@ -1,14 +1,14 @@
 """The strict LM-free objective `answer_span`: dates in every form a gold answer or a context item
 carries, coarse vs fine dates, number words, list answers, partial spans, the budget cut; its
 wiring as the default objective of `evaluate` and the `--metric` option; and, on real LoCoMo,
-that it is never above the bag-of-tokens recall."""
+that it is never above the bag-of-words recall."""
 from __future__ import annotations
 
 import datetime as dt
 
 import pytest
 
-from memarch.benchmarks.metrics.answer_span import answer_span, gold_parts, span_tokens, words_to_numbers
+from memarch.benchmarks.metrics.answer_span import answer_span, gold_parts, span_words, words_to_numbers
 from memarch.benchmarks.metrics.scores import answer_recall, normalize_answer
 
 GOLD = "19 May 2023"
@@ -59,12 +59,12 @@ def test_the_greeting_turn_of_the_issue_is_a_bag_hit_but_no_span():
 
 
 def test_modal_may_is_not_a_month_without_a_date_beside_it():
-    assert span_tokens("3 kids who may come") == ["3", "kids", "who", "may", "come"]
-    assert span_tokens("we may 3 times") == ["we", "may", "3", "times"]
-    assert span_tokens("It may rain in May 2023") == ["it", "may", "rain", "in", "2023", "may"]
-    assert span_tokens("on 3 May") == ["on", "may", "3"]  # capitalised beside a day: the month
-    assert span_tokens("Sept. 5") == span_tokens("5 September") == ["september", "5"]
-    assert span_tokens("Jan 3rd, 2024") == ["2024", "january", "3"]
+    assert span_words("3 kids who may come") == ["3", "kids", "who", "may", "come"]
+    assert span_words("we may 3 times") == ["we", "may", "3", "times"]
+    assert span_words("It may rain in May 2023") == ["it", "may", "rain", "in", "2023", "may"]
+    assert span_words("on 3 May") == ["on", "may", "3"]  # capitalised beside a day: the month
+    assert span_words("Sept. 5") == span_words("5 September") == ["september", "5"]
+    assert span_words("Jan 3rd, 2024") == ["2024", "january", "3"]
 
 
 @pytest.mark.parametrize("gold, context", [
@@ -128,7 +128,7 @@ def test_articles_punctuation_and_case_are_normalised_as_locomo_does():
     assert answer_span("The Lord of the Rings", "reading lord of rings again") == 1.0
     assert answer_span('"Little Women"', "she read Little Women.") == 1.0
     for text in ("The cat's hat, and a dog!", "Self-checkout (machines)", "Kyle, Sara; Bo"):
-        assert " ".join(span_tokens(text)) == normalize_answer(text)  # no dates or numbers: identical
+        assert " ".join(span_words(text)) == normalize_answer(text)  # no dates or numbers: identical
 
 
 def test_a_date_never_spans_two_context_lines():

@@ -11,7 +11,7 @@ from memarch.benchmarks.base import SPLITS, Benchmark, Dialogue, Question
 from memarch.benchmarks.generated import GeneratedConversations, days_back
 from memarch.benchmarks.locomo import parse_datetime, parse_evidence
 from memarch.benchmarks.metrics.scores import (answer_recall, evidence_recall, is_abstention, normalize_answer,
-                                        qa_f1, token_f1)
+                                        qa_f1, word_f1)
 from memarch.benchmarks.metrics.porter import stem
 from memarch.benchmarks.evaluation.protocols import stream_schedule
 from memarch.errors import MemarchError
@@ -33,9 +33,9 @@ def test_normalisation_follows_locomo():
 
 def test_token_f1_hand_checked():
     # pred {cat, sat}, gold {cat, sit}: stems cat/sat vs cat/sit -> 1 common of 2 and 2 -> 0.5
-    assert token_f1("the cat sat", "a cat sits") == pytest.approx(0.5)
-    assert token_f1("painting", "paintings") == 1.0  # stemming
-    assert token_f1("", "x") == 0.0
+    assert word_f1("the cat sat", "a cat sits") == pytest.approx(0.5)
+    assert word_f1("painting", "paintings") == 1.0  # stemming
+    assert word_f1("", "x") == 0.0
 
 
 def test_qa_f1_category_rules():
@@ -165,8 +165,8 @@ def test_splits_are_deterministic_and_disjoint(split_by):
         assert sessions < bench.stats()["sessions"]
 
 
-def test_unit_split_keeps_conversations_whole():
-    bench = GeneratedConversations(seed=0, conversations=8, split_by="unit")
+def test_dialogue_split_keeps_conversations_whole():
+    bench = GeneratedConversations(seed=0, conversations=8, split_by="dialogue")
     spaces = {name: {d.namespace for d in bench.split(name).dialogues} for name in SPLITS}
     assert not spaces["search"] & spaces["test"] and not spaces["validation"] & spaces["test"]
     with pytest.raises(MemarchError):

@@ -51,7 +51,7 @@ def test_evaluate_program_reproduces_the_reported_test_score(compiled, capsys):
     assert main(["evaluate", "--program", str(compiled)]) == 0
     out = capsys.readouterr().out
     assert f"score (answer_span): {reported:.4f}" in out
-    assert f"reported test {reported:.4f} (objective answer_span): reproduced" in out
+    assert f"reported test {reported:.4f} (metric answer_span): reproduced" in out
     assert main(["evaluate", "--program", str(compiled), "--split", "validation"]) == 0
     assert "reported validation" in (out := capsys.readouterr().out) and ": reproduced" in out
 

@@ -29,8 +29,8 @@ def test_every_strategy_of_a_seed_starts_from_the_same_round_0(space):
         warm = [a.key() for a in warm_start_architectures(space, seed, 3)]
         for strategy, reports in cmp.runs.items():
             assert reports[seed].warm_start == warm
-            assert reports[seed].keys[:3] == warm, strategy
-            assert reports[seed].trials == 6 == len(set(reports[seed].keys))
+            assert reports[seed].evaluated[:3] == warm, strategy
+            assert reports[seed].trials == 6 == len(set(reports[seed].evaluated))
 
 
 def test_warm_start_none_starts_guided_from_random_draws(space):

@@ -1,4 +1,4 @@
-"""Every near-duplicate path of every manager keeps texts that differ in content tokens apart
+"""Every near-duplicate path of every manager keeps texts that differ in content words apart
 (insert-time dedup and conflicts, cluster merges, the budget's merge and generalisation), and every
 merge names what it absorbed, with the absorbed text, on the survivor."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from memarch.modules.stores.json_store import JsonStore
 from manager_helpers import MANAGERS, fact, write
 
 CODE = "the code word of the blue team for the spring games this year is w{}xbob"
-# Same content tokens as CODE.format(46), a few more words: a paraphrase that may merge.
+# Same content words as CODE.format(46), a few more words: a paraphrase that may merge.
 AGAIN = "the code word of the blue team for the spring games this year is w46xbob indeed"
 
 

@@ -64,7 +64,7 @@ def test_hybrid_traces_and_scores_equal_a_plain_fusion(hash_resources, pool, den
     assert any(s.trace["lexical_rank"] is None or s.trace["dense_rank"] is None for s in got) or pool == 50
 
 
-def test_count_tokens_is_memoised_and_pure():
+def test_count_words_is_memoised_and_pure():
     from memarch.pipeline.retrieval import ContextLines
     from memarch.pipeline.text_caches import TextCaches
 

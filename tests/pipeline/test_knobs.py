@@ -115,7 +115,7 @@ def test_knobs_change_behaviour(hash_resources):
     assert len(plain.read(query, context_budget=None).items) == 4
     assert len(small.read(query, context_budget=None).items) == 2
     # A low dedup threshold merges near-duplicate turns the default (0.98 for conversations) keeps.
-    # The turns are paraphrases with the same content tokens (the speakers' names): `_session`'s
+    # The turns are paraphrases with the same content words (the speakers' names): `_session`'s
     # differ in a number, so no threshold merges them (managers/_content.py).
     fill = ["", "again ", "also ", "really ", "still ", "truly "]
     paraphrases = Episode(id="c/s2", namespace="c", turns=[
@@ -310,4 +310,4 @@ def test_compiled_program_and_its_record_read_with_the_pick_top_k(hash_resources
     program = opt._program(BASE.replace(params={"retrieve.top_k": 8}), best, 0.4, None)
     assert program.top_k == 8 and program.evaluation.top_k == 8
     assert opt._program(BASE, best, 0.4, None).evaluation.top_k == 20
-    assert opt.search_space(ArchitectureSpace("conversation", lm_available=False)).defaults == {"retrieve.top_k": 20}
+    assert opt.param_space(ArchitectureSpace("conversation", lm_available=False)).defaults == {"retrieve.top_k": 20}

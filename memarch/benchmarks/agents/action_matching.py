@@ -1,4 +1,4 @@
-"""How an agent's action matches a remembered step: token similarity with ``<PLACEHOLDER>`` slots,
+"""How an agent's action matches a remembered step: word similarity with ``<PLACEHOLDER>`` slots,
 actions read as templates (verb, connectives, noun phrases), slot filling, and the evidence that a
 remembered observation supports an action."""
 from __future__ import annotations
@@ -11,17 +11,17 @@ _PLACEHOLDER = re.compile(r"<[A-Z_0-9]+>")
 
 
 @lru_cache(maxsize=65536)
-def _tokens(text: str) -> tuple[str, ...]:
+def _words(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(_PLACEHOLDER.sub(" __slot__ ", text.lower()).replace("__slot__", "SLOT").lower()))
 
 
 @lru_cache(maxsize=262144)
 def step_similarity(action: str, step: str) -> float:
-    """Token overlap where a ``<PLACEHOLDER>`` slot in ``step`` matches any one word of ``action``.
+    """Word overlap where a ``<PLACEHOLDER>`` slot in ``step`` matches any one word of ``action``.
 
     1.0 for the same words in any order; the verb (first word) must agree for a high score.
     """
-    a, s = _tokens(action), _tokens(step)
+    a, s = _words(action), _words(step)
     if not a or not s:
         return 0.0
     slots = s.count("slot")

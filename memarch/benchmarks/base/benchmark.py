@@ -98,7 +98,6 @@ class Benchmark:
 
     # -- splits ----------------------------------------------------------------------------------
     def _set_split(self, seed: int, split_by: str, fractions: dict[str, float]) -> None:
-        split_by = "dialogue" if split_by == "unit" else split_by  # "unit": the earlier name
         if split_by not in SPLIT_BY:
             raise MemarchError(f"split_by must be one of {', '.join(SPLIT_BY)}, not {split_by!r}")
         if split_by == "auto":
@@ -128,7 +127,9 @@ class Benchmark:
 
     def use_split_rule(self, rule: Mapping[str, Any]) -> None:
         """Split as ``rule`` (a recorded `split_rule`; keys it lacks keep their value) says."""
-        self._set_split(int(rule.get("seed", self.seed)), str(rule.get("split_by", self.split_by)),
+        split_by = str(rule.get("split_by", self.split_by))
+        split_by = "dialogue" if split_by == "unit" else split_by  # a program saved by earlier code
+        self._set_split(int(rule.get("seed", self.seed)), split_by,
                         dict(rule.get("fractions", self.fractions)))
 
     def split_settings(self) -> dict[str, Any]:

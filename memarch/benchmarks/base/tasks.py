@@ -39,7 +39,7 @@ class TaskBenchmark(Benchmark):
                  collect_share: float = 0.5, **split_options: Any):
         if mode not in ("static", "dynamic"):
             raise MemarchError(f"mode must be 'static' (memory frozen while deployed) or 'dynamic', not {mode!r}")
-        super().__init__([], split_by="unit", **split_options)
+        super().__init__([], split_by="dialogue", **split_options)
         self.tasks: list[AgentTask] = list(tasks or [])
         self.mode = mode
         self.collect_share = float(collect_share)

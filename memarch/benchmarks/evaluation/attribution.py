@@ -151,9 +151,9 @@ def gold_rank(read: Any, query: Any, lost: Iterable[str], top_k: int, read_items
     the evidence of "retrieve.fusion rrf -> zscore" (the sides disagree on the gold). Items written
     by episodes (a conversation's sessions) add ``gold_session_rank`` / ``gold_rank_in_sessions``
     (`_session_ranks`), the evidence of "retrieve -> session"; ``gold_stem_only``, how many of the
-    query's words match that item only as stems (`stem_only_terms`), the evidence of "retrieve.stem 0 -> 1".
+    query's terms match that item only as stems (`stem_only_terms`), the evidence of "retrieve.stem 0 -> 1".
     ``read`` is ``program.read``-like; reads never change memory. ``texts``: whose memos keep the
-    tokens and stems compared (the read store's `Resources.texts`).
+    terms and stems compared (the read store's `Resources.texts`).
     """
     depth = max(2 * int(top_k), 20)
     lost = set(lost)

@@ -1,5 +1,5 @@
 """What a trial costs beyond its quality: the memory kept at the end (items and words, per
-namespace), per-query read latency percentiles and the LM words spent — the costs a study can
+namespace), per-query read latency percentiles and the LM tokens spent — the costs a study can
 minimise as objectives (see memarch/optimizers/search/objectives.py)."""
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             says how many dialogues it saw (a pruned trial). Given for another benchmark (agent
             tasks, scored as one), it raises `MemarchError`.
     """
-    settings = EvaluationSettings.of(settings, where="evaluate()", **setting_changes)
+    settings = EvaluationSettings.of(settings, **setting_changes)
     # A bad metric name is the caller's error, not a failed trial. None stays None until the
     # benchmark is known (its ``lm_free_metric`` may be the default).
     check_metric(settings.metric, settings.reader, settings.judge)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from memarch.errors import MemarchError
-from memarch.pipeline.deprecation import deprecated_attribute
 from memarch.pipeline.retrieval import count_words
 
 _SPEC = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
@@ -81,8 +80,6 @@ class MemoryBudget:
         mean = sum(raw.values()) / len(raw)
         return cls(words=max(1, round(share * mean)), spec=str(spec).strip(), share=share, raw_mean=mean,
                    namespaces=len(raw))
-
-    tokens = deprecated_attribute("tokens", "words", "MemoryBudget")
 
     def config(self) -> dict[str, Any]:
         """The program's module config that carries the budget."""

@@ -6,12 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from memarch.pipeline.deprecation import renamed_keywords
 from memarch.pipeline.retrieval import DEFAULT_CONTEXT_BUDGET, DEFAULT_TOP_K
 from memarch.pipeline.settings import Settings
-
-# Keywords of earlier releases (one release of grace, with a warning).
-RENAMED = {"objective": "metric", "budget_tokens": "context_budget"}
 
 
 def default_top_k(context_budget: int | None) -> int:
@@ -54,15 +50,6 @@ class EvaluationSettings(Settings):
     config: dict | None = None
 
     what: ClassVar[str] = "evaluation setting"
-
-    @classmethod
-    def of(cls, settings: "EvaluationSettings | None" = None, *, where: str = "evaluate()",
-           **changes: Any) -> "EvaluationSettings":
-        """``settings`` (default: the defaults) with ``changes``; an old keyword (``objective``,
-        ``context_budget``) warns and means its new name, an unknown one is a `TypeError`."""
-        changes = renamed_keywords(changes, RENAMED, where=where)
-        base = settings if settings is not None else cls()
-        return base.replace(**changes) if changes else base
 
     @property
     def read_top_k(self) -> int:

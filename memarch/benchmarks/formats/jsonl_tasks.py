@@ -23,7 +23,7 @@ class JsonlTasks(TaskBenchmark):
     A deployed task's score is 1.0 when an item of the read cites (``episode_id`` or source ids) a
     task relevant to it that memory holds by then, else 0.0; the trajectory the agent "plays" is
     always the recorded one, so ``success_rate`` is the recorded outcomes' rate (the same for every
-    architecture) and the objective (``task_score``) is what memory changes. Relevant: the task's
+    architecture) and the metric (``task_score``) is what memory changes. Relevant: the task's
     ``relevant`` ids, else the tasks of its category in its namespace; of those only the ones
     written before it count (collected, or deployed earlier in ``dynamic`` mode).
 

@@ -1,4 +1,4 @@
-"""The strict LM-free objective: is the gold answer's normalised token sequence CONTIGUOUS in the
+"""The strict LM-free metric: is the gold answer's normalised word sequence CONTIGUOUS in the
 context cut at the budget (the "has answer" test of dense-passage-retrieval evaluations)?
 
 Example::
@@ -46,7 +46,7 @@ _GROUPS = tuple(sorted(_DATE.groupindex, key=_DATE.groupindex.get))  # by group 
 
 @lru_cache(maxsize=4096)
 def _canonical(date: str, groups: tuple) -> str:
-    """One matched date (its text and groups) -> canonical tokens; cached, since contexts repeat
+    """One matched date (its text and groups) -> canonical words; cached, since contexts repeat
     the same few dates."""
     g = dict(zip(_GROUPS, groups))
     if g["iy"]:
@@ -65,7 +65,7 @@ def _canonical_date(m: re.Match) -> str:
 
 
 def canonical_dates(text: str) -> str:
-    """Rewrite every date in ``text`` to the canonical "year month day" tokens (parts present)."""
+    """Rewrite every date in ``text`` to the canonical "year month day" words (parts present)."""
     return _DATE.sub(_canonical_date, text) if _DIGIT.search(text) else text
 
 
@@ -133,8 +133,8 @@ _LIST_SEP = re.compile(r";|\band\b|(?<=\d),(?!\d{3}(?!\d))|(?<=[A-Za-z]),(?!\s*[
                        re.IGNORECASE)
 
 
-def span_tokens(text: object) -> list[str]:
-    """The token sequence the span test compares (dates canonical, number words as digits)."""
+def span_words(text: object) -> list[str]:
+    """The word sequence the span test compares (dates canonical, number words as digits)."""
     return " ".join(filter(None, map(_normalised_line, str(text).split("\n")))).split()
 
 
@@ -153,17 +153,17 @@ def _normalised_line(line: str) -> str:
 
 @lru_cache(maxsize=1 << 16)
 def gold_parts(answer: str) -> tuple[str, ...]:
-    """The gold answer's parts, each as " tok tok " (padded so a substring test is a token-span
-    test); dates are made canonical before splitting so "May 19, 2023" stays one part."""
+    """The gold answer's parts, each as " word word " (padded so a substring test is a
+    word-span test); dates are made canonical before splitting so "May 19, 2023" stays one part."""
     parts = (_normalise(p) for p in _LIST_SEP.split(canonical_dates(answer)))
     return tuple(f" {p} " for p in parts if p)
 
 
 def answer_span(answer: object, context: str, context_budget: int | None = DEFAULT_CONTEXT_BUDGET) -> float:
-    """Share of the gold answer's parts whose normalised token sequence occurs contiguously in
+    """Share of the gold answer's parts whose normalised word sequence occurs contiguously in
     ``context`` cut at ``context_budget`` words (cut first, exactly as `answer_recall` cuts).
 
-    Rules, both sides: dates to canonical "year month day" tokens (see `canonical_dates`; numeric
+    Rules, both sides: dates to canonical "year month day" words (see `canonical_dates`; numeric
     "19/05/2023" forms are not read: ambiguous), English number words to digits ("twenty-one" ->
     "21"; "one hundred and five" is two numbers), "19th" -> "19", then LoCoMo's normalisation
     (commas dropped so "1,000" == "1000", lower case, punctuation and a/an/the/and dropped). A date
@@ -171,7 +171,7 @@ def answer_span(answer: object, context: str, context_budget: int | None = DEFAU
     split on ";", "," and "and" (LoCoMo multi-hop lists) scores the share of parts found; one part
     scores 0 or 1. Empty or None gold: 0.0 (unanswerable questions are skipped by callers).
 
-    Cost (benchmarks/bench_objectives.py, 1,540 LoCoMo contexts of ~200 words, 2 loaded cores):
+    Cost (benchmarks/bench_metrics.py, 1,540 LoCoMo contexts of ~200 words, 2 loaded cores):
     150-240 µs per call as used in a trial, 270-400 µs with no line cache, 20-30 µs with every line
     cached, against 120-180 µs for `answer_recall`. Gold answers and context lines are normalised
     once and cached; then one substring search per gold part, linear in the context.

@@ -68,7 +68,7 @@ def explain_metric(metric: str, context_budget: int | None = DEFAULT_CONTEXT_BUD
             "evidence_recall": "LM-free: share of gold evidence turns among the retrieved items' sources",
             "span_or_evidence": f"LM-free, by the question's rule: gold answer contiguous in {cut} where it is a "
                                 "short span stated in the history, else share of its evidence turns in the context",
-            "qa_f1": "LM reader's answer, LoCoMo token F1", "judge": "LM judge's verdict on the reader's answer",
+            "qa_f1": "LM reader's answer, LoCoMo word F1", "judge": "LM judge's verdict on the reader's answer",
             "task_score": "the agent benchmark's task score"}.get(metric, "")
 
 

@@ -1,7 +1,7 @@
-"""Scores for conversational memory: the LM-free objectives (the strict `answer_span`, re-exported
-from its own module, the bag-of-tokens answer recall, evidence recall within a context budget) and
-LoCoMo's official QA scoring (token F1 with Porter stemming after SQuAD normalisation, with its
-category rules), reimplemented.
+"""Scores for conversational memory: the LM-free metrics (the strict `answer_span`, re-exported
+from its own module, the bag-of-words answer recall, evidence recall within a context budget) and
+LoCoMo's official QA scoring (word F1 — SQuAD's "token F1" — with Porter stemming after SQuAD
+normalisation, with its category rules), reimplemented.
 
 Example::
 
@@ -35,21 +35,23 @@ def normalize_answer(text: object) -> str:
     return " ".join(_ARTICLES.sub(" ", s).split())
 
 
-def answer_tokens(text: object) -> list[str]:
-    if isinstance(text, str) and len(text) <= 200:  # gold answers repeat trial after trial: memoised (a new list)
-        return list(_answer_tokens(text))
+def answer_words(text: object) -> list[str]:
+    """The words of ``text`` after `normalize_answer` (a new list)."""
+    if isinstance(text, str) and len(text) <= 200:  # gold answers repeat trial after trial: memoised
+        return list(_answer_words(text))
     return normalize_answer(text).split()
 
 
 @functools.lru_cache(maxsize=1 << 15)
-def _answer_tokens(text: str) -> tuple[str, ...]:
+def _answer_words(text: str) -> tuple[str, ...]:
     return tuple(normalize_answer(text).split())
 
 
-def token_f1(prediction: object, gold: object) -> float:
-    """Token F1 between stemmed, normalised prediction and gold (LoCoMo ``f1_score``)."""
-    pred = [stem(w) for w in answer_tokens(prediction)]
-    ref = [stem(w) for w in answer_tokens(gold)]
+def word_f1(prediction: object, gold: object) -> float:
+    """F1 over the stemmed words of the normalised prediction and gold (LoCoMo ``f1_score``, SQuAD's
+    "token F1": its tokens are these whitespace words)."""
+    pred = [stem(w) for w in answer_words(prediction)]
+    ref = [stem(w) for w in answer_words(gold)]
     common = Counter(pred) & Counter(ref)
     same = sum(common.values())
     if same == 0:
@@ -62,7 +64,7 @@ def multi_answer_f1(prediction: object, gold: object) -> float:
     """Multi-hop rule: mean over comma-separated gold parts of the best F1 over predicted parts."""
     preds = [p.strip() for p in str(prediction).split(",")]
     golds = [g.strip() for g in str(gold).split(",")]
-    return sum(max(token_f1(p, g) for p in preds) for g in golds) / len(golds)
+    return sum(max(word_f1(p, g) for p in preds) for g in golds) / len(golds)
 
 
 def is_abstention(prediction: object) -> bool:
@@ -79,31 +81,31 @@ def qa_f1(prediction: object, gold: object, category: str) -> float:
         return multi_answer_f1(prediction, gold)
     if category == "open-domain":
         gold = str(gold).split(";")[0].strip()
-    return token_f1(prediction, gold)
+    return word_f1(prediction, gold)
 
 
 def answer_recall(answer: object, context: str, context_budget: int | None = DEFAULT_CONTEXT_BUDGET) -> float:
-    """Share of the gold answer's distinct normalised tokens present in ``context`` cut at the budget.
+    """Share of the gold answer's distinct normalised words present in ``context`` cut at the budget.
 
-    The lenient LM-free objective (ANCHORS 6; the default is the stricter `answer_span`): no reader, so it measures whether memory *delivered* the
+    The lenient LM-free metric (ANCHORS 6; the default is the stricter `answer_span`): no reader, so it measures whether memory *delivered* the
     answer, not whether a model would use it. Unanswerable questions have no gold answer and are
     scored only with an LM (callers skip them).
     """
-    gold = set(answer_tokens(answer))
+    gold = set(answer_words(answer))
     if not gold:
         return 0.0
     if context_budget is not None and len(context.split()) > context_budget:
         context = truncate_words(context, context_budget)  # str.split and truncate_words agree on words
-    # Normalisation never joins or splits across a line break, so the context's tokens are its
-    # lines' tokens; each line (a retrieved item) recurs read after read and is normalised once.
+    # Normalisation never joins or splits across a line break, so the context's words are its
+    # lines' words; each line (a retrieved item) recurs read after read and is normalised once.
     have: set[str] = set()
     for line in context.split("\n"):
-        have.update(_line_tokens(line))
+        have.update(_line_words(line))
     return len(gold & have) / len(gold)
 
 
 @functools.lru_cache(maxsize=1 << 15)
-def _line_tokens(line: str) -> frozenset[str]:
+def _line_words(line: str) -> frozenset[str]:
     return frozenset(normalize_answer(line).split())
 
 

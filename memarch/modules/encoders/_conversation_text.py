@@ -1,4 +1,4 @@
-"""Text helpers shared by the conversation encoders: sentences with their turn ids, tokens, names,
+"""Text helpers shared by the conversation encoders: sentences with their turn ids, words, names,
 tense, and the one way a turn or a session is rendered (for items and for LM prompts).
 
 Pure Python and compiled regexes: LM-free encoding of all LoCoMo turns must take seconds.
@@ -98,15 +98,15 @@ def names_in(text: str, known: frozenset[str] = frozenset()) -> list[str]:
     out: list[str] = []
     not_names = NOT_NAMES | {"of", "the"}
     for sentence_start, m in _runs_with_position(text):
-        tokens = m.group(0).split()
-        if sentence_start and tokens[0] not in known:
-            tokens = tokens[1:]  # the first word is capitalised by grammar, not by being a name
-        while tokens and tokens[0] in not_names:
-            tokens = tokens[1:]
-        while tokens and tokens[-1] in not_names:
-            tokens = tokens[:-1]
-        if tokens:
-            out.append(" ".join(tokens))
+        run = m.group(0).split()
+        if sentence_start and run[0] not in known:
+            run = run[1:]  # the first word is capitalised by grammar, not by being a name
+        while run and run[0] in not_names:
+            run = run[1:]
+        while run and run[-1] in not_names:
+            run = run[:-1]
+        if run:
+            out.append(" ".join(run))
     return list(dict.fromkeys(out))
 
 
@@ -123,8 +123,7 @@ def known_names(sentences: list[Sentence], speakers: list[str]) -> frozenset[str
     for s in sentences:
         for name in names_in(s.text):
             found.update(name.split())
-        tokens = _WORD.findall(s.text)
-        lower.update(w for w in tokens if w[0].islower())
+        lower.update(w for w in _WORD.findall(s.text) if w[0].islower())
         # "Mary moved" looks like a subject; "Glad you...", "Maybe we...", "Plus, I..." do not.
         m = _SUBJECT_START.match(s.text)
         if m and m.group(2).lower() not in _PRONOUNS:
@@ -192,7 +191,7 @@ def render_dialogue(episode: Episode) -> str:
 
 def slug(text: str) -> str:
     """Normal form used in keys: lower case, words joined by single spaces, no articles."""
-    tokens = [w.lower().replace("'", "") for w in _WORD.findall(text)]
-    while tokens and tokens[0] in ("a", "an", "the", "my", "some"):
-        tokens = tokens[1:]
-    return " ".join(tokens)
+    parts = [w.lower().replace("'", "") for w in _WORD.findall(text)]
+    while parts and parts[0] in ("a", "an", "the", "my", "some"):
+        parts = parts[1:]
+    return " ".join(parts)

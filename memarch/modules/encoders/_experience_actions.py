@@ -31,7 +31,7 @@ _ERROR_PATTERNS = re.compile(
     r"is locked|must first|\bfailed\b|\berror\b|exception|traceback|timed? ?out|"
     r"not recogni[sz]ed|unable to|there is no|you don'?t have", re.I)
 _CALL_FORM = re.compile(r"^\s*([\w.\-]+)\s*[\[(](.*)[\])]\s*$", re.S)
-_TOKEN = re.compile(r"\"[^\"]*\"|'[^']*'|\S+")
+_WORD = re.compile(r"\"[^\"]*\"|'[^']*'|\S+")  # a word, or a quoted phrase as one
 _NUMBER = re.compile(r"^[-+]?\d+(?:[.,]\d+)?%?$")
 
 
@@ -114,10 +114,10 @@ def parse_action(action: str, task_words: set[str] | None = None) -> ParsedActio
                 parts.append(f"{{{len(slots) - 1}}}")
         return ParsedAction(verb, f"{verb}{open_}{', '.join(parts)}{close}", slots, action)
 
-    tokens = _TOKEN.findall(text)
-    if not tokens:
+    action_words = _WORD.findall(text)
+    if not action_words:
         return ParsedAction("", "", [], action)
-    verb = tokens[0].lower()
+    verb = action_words[0].lower()
     form: list[str] = [verb]
     slots: list[Slot] = []
     phrase: list[str] = []
@@ -132,14 +132,14 @@ def parse_action(action: str, task_words: set[str] | None = None) -> ParsedActio
             form.append(" ".join(w.lower() for w in words))
         phrase.clear()
 
-    for tok in tokens[1:]:
-        low = tok.lower()
+    for word in action_words[1:]:
+        low = word.lower()
         if low in SLOT_PREPOSITIONS:
             flush()
             form.append(low)
             kind = SLOT_PREPOSITIONS[low]
         else:
-            phrase.append(tok)
+            phrase.append(word)
     flush()
     return ParsedAction(verb, " ".join(form), slots, action)
 

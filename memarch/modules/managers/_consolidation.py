@@ -57,7 +57,7 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
              cross_type: bool = False, max_size: int | None = None, content: bool = True,
              texts: TextCaches | None = None) -> list[list[int]]:
     """Groups of similar, mutually compatible items (same kind unless ``cross_type``, one key at
-    most, no opposite outcomes, and — for a merge, ``content`` — the same content tokens, see
+    most, no opposite outcomes, and — for a merge, ``content`` — the same content words, see
     `_content.same_content`, every pair of the group: the survivor is chosen later, so each must
     be able to absorb every other), largest first, each of 2+ items. A generalisation
     (``content=False``) groups different facts on purpose: it adds a memory and removes none.
@@ -65,7 +65,7 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
     Linked components (union-find over pairs above ``threshold``) would chain A~B~C into one
     group with A and C unrelated; so each component is cut down to a star: its medoid and the
     members within ``threshold`` of it (the ``max_size`` nearest). The rest wait for a later pass.
-    ``texts``: whose memos keep the texts' content tokens (the store's `Resources.texts`).
+    ``texts``: whose memos keep the texts' content words (the store's `Resources.texts`).
     """
     pairs = [(i, j) for i, j, _ in similar_pairs(vecs, threshold)
              if _compatible(items[i], items[j], cross_type, content, texts)]
@@ -83,7 +83,7 @@ def clusters(items: list[MemoryItem], vecs: np.ndarray, threshold: float, *,
             it = items[comp[k]]
             if k != c and (sims[c, k] < threshold or not _compatible(center, it, cross_type, content, texts)):
                 continue
-            # Same content is not transitive (a word of the centre may be a content token of one
+            # Same content is not transitive (a word of the centre may be a content word of one
             # member and absent from another): for a merge, every member must match every other.
             if content and any(not same_content(items[s].text, it.text, texts) for s in star):
                 continue

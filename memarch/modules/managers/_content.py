@@ -1,11 +1,11 @@
-"""Content tokens: the words that make a fact that fact (numbers, dates, names, codes). Two texts
+"""Content words: the words that make a fact that fact (numbers, dates, names, codes). Two texts
 that differ in them are different facts, however close their embeddings are, so no manager path
 merges or supersedes one by the other as a near-duplicate (cosine or cluster merge).
 
 The rule, the one place every near-duplicate path asks (`may_absorb`, `same_content`):
 
-- **Content tokens** of a text (lower-cased; a possessive ``'s`` and the commas of ``1,000`` dropped):
-  1. every token with a digit — numbers, amounts, times, ISO and numeric dates (``2023-05-01``,
+- **Content words** of a text (lower-cased; a possessive ``'s`` and the commas of ``1,000`` dropped):
+  1. every word with a digit — numbers, amounts, times, ISO and numeric dates (``2023-05-01``,
      ``7:30``), and codes mixing letters and digits (``w47xbob``, ``A320``);
   2. number words (``two`` ... ``billion``; not ``one``, which is also a pronoun — "the red one"),
      month and weekday names in any case (not lower-case ``may`` / ``march``, which are verbs),
@@ -17,11 +17,11 @@ The rule, the one place every near-duplicate path asks (`may_absorb`, `same_cont
      function word is a name or a month ("in May", "met Will"). Any other capitalised word at a sentence
      start counts too: names start sentences ("Caroline moved to
      Paris" vs "Melanie moved to Paris"), so "Went to the gym" and "Going to the gym" are not
-     merged either — wrongly keeping two paraphrases costs a few tokens, wrongly merging two facts
+     merged either — wrongly keeping two paraphrases costs a few words, wrongly merging two facts
      loses one.
-- **May ``survivor`` absorb ``absorbed``?** Only if every content token of ``absorbed`` occurs, as a
+- **May ``survivor`` absorb ``absorbed``?** Only if every content word of ``absorbed`` occurs, as a
   word in any case, in ``survivor``. An exact repeat, a re-cased or re-punctuated one, and a
-  paraphrase with the same content tokens merge; a text whose content tokens are a **subset** of
+  paraphrase with the same content words merge; a text whose content words are a **subset** of
   the survivor's merges into it (nothing it says is lost: "Caroline moved to Paris" into "Caroline
   moved to Paris in May 2023"), never the other way round.
 - **Duplicates** (`same_content`), for merges whose survivor is chosen later (cluster merges): each
@@ -39,7 +39,7 @@ from memarch.pipeline.text_caches import TextCaches, TextMemos
 
 ENABLED = True
 
-_TOKEN = re.compile(r"[^\W_]+(?:['’.,:/-][^\W_]+)*")
+_WORD = re.compile(r"[^\W_]+(?:['’.,:/-][^\W_]+)*")
 _PART = re.compile(r"[.,:/-]")
 _DIGIT = re.compile(r"\d")
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -55,18 +55,18 @@ tuesday wednesday thursday friday saturday sunday yesterday today tomorrow tonig
 
 
 def _sentence_start(text: str, at: int) -> bool:
-    """Is the token at ``at`` the first of a sentence (of the text, or after . ! ? : ; or a line break)?"""
+    """Is the word at ``at`` the first of a sentence (of the text, or after . ! ? : ; or a line break)?"""
     i = at - 1
     while i >= 0 and (text[i].isspace() or text[i] in _OPENING):
         i -= 1
     return i < 0 or text[i] in ".!?:;" or "\n" in text[i + 1:at]
 
 
-def _tokens(text: str) -> list[tuple[str, int]]:
-    """(token, offset) pairs; a token with a digit stays whole (``2023-05-01``, ``1,000``, ``7:30``),
+def _words(text: str) -> list[tuple[str, int]]:
+    """(word, offset) pairs; a word with a digit stays whole (``2023-05-01``, ``1,000``, ``7:30``),
     any other is split at . , : / - (``Paris,London``)."""
     out = []
-    for m in _TOKEN.finditer(text):
+    for m in _WORD.finditer(text):
         if _DIGIT.search(m.group()):
             out.append((m.group(), m.start()))
         else:
@@ -77,15 +77,15 @@ def _tokens(text: str) -> list[tuple[str, int]]:
     return out
 
 
-def _norm(token: str) -> str:
-    token = _POSSESSIVE.sub("", token.lower())
-    return token.replace(",", "") if _DIGIT.search(token) else token
+def _norm(word: str) -> str:
+    word = _POSSESSIVE.sub("", word.lower())
+    return word.replace(",", "") if _DIGIT.search(word) else word
 
 
-def _is_content(token: str, norm: str, sentence_start: bool) -> bool:
+def _is_content(word: str, norm: str, sentence_start: bool) -> bool:
     if _DIGIT.search(norm) or norm in NUMBER_WORDS or norm in DATE_WORDS:
         return True
-    if not token[:1].isupper():
+    if not word[:1].isupper():
         return False
     head = re.split(r"['’]", norm, maxsplit=1)[0]
     if head == "i" or re.search(r"n['’]t$", norm):  # I, I'm, I've, Don't, Can't: never a name
@@ -95,15 +95,15 @@ def _is_content(token: str, norm: str, sentence_start: bool) -> bool:
 
 
 def _analyse(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(content tokens, every word) of ``text``, both normalised."""
+    """(content words, every word) of ``text``, both normalised."""
     content, words = set(), set()
-    for token, at in _tokens(text):
-        norm = _norm(token)
+    for word, at in _words(text):
+        norm = _norm(word)
         if not norm:
             continue
         words.add(norm)
         words.update(p for p in re.split(r"[.,:/'’-]", norm) if p)  # "2023-05-01" also holds "2023"
-        if _is_content(token, norm, _sentence_start(text, at)):
+        if _is_content(word, norm, _sentence_start(text, at)):
             content.add(norm)
     return frozenset(content), frozenset(words)
 
@@ -121,27 +121,27 @@ def _analyser(texts: TextCaches | None):
     return _analyse if texts is None else texts[Contents].analyse
 
 
-def content_tokens(text: str, texts: TextCaches | None = None) -> frozenset[str]:
+def content_words(text: str, texts: TextCaches | None = None) -> frozenset[str]:
     """The numbers, dates, names and codes of ``text`` (see the module docstring), normalised
     (``texts``: whose memo keeps the analysis, a manager's `Resources.texts`).
 
     Example::
 
-        content_tokens("bob fact number 47: the code word is w47xbob")   # {"47", "w47xbob"}
-        content_tokens("Caroline moved to Paris in May")                 # {"caroline", "paris", "may"}
+        content_words("bob fact number 47: the code word is w47xbob")   # {"47", "w47xbob"}
+        content_words("Caroline moved to Paris in May")                 # {"caroline", "paris", "may"}
     """
     return _analyser(texts)(text)[0]
 
 
 def missing_content(survivor: str, absorbed: str, texts: TextCaches | None = None) -> frozenset[str]:
-    """Content tokens of ``absorbed`` that ``survivor`` does not say (empty: nothing would be lost)."""
+    """Content words of ``absorbed`` that ``survivor`` does not say (empty: nothing would be lost)."""
     analyse = _analyser(texts)
     return analyse(absorbed)[0] - analyse(survivor)[1]
 
 
 def may_absorb(survivor: str, absorbed: str, texts: TextCaches | None = None) -> bool:
     """May a near-duplicate ``absorbed`` be folded into ``survivor``? Only when it says nothing
-    ``survivor`` does not (every content token of it is a word of ``survivor``)."""
+    ``survivor`` does not (every content word of it is a word of ``survivor``)."""
     return not ENABLED or not missing_content(survivor, absorbed, texts)
 
 

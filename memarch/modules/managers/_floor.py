@@ -58,7 +58,7 @@ class FloorManager(Manager):
     (size cap, 300), ``min_utility`` (audit floor, 0.1), ``curate_failures`` (failures with no
     success that make an item misleading, 3), ``family`` (override the family inferred from the
     episodes / item kinds), ``period`` (episodes between periodic passes, 10), ``memory_budget``
-    (tokens of active items per namespace after any write, None = unlimited; see `fit_budget`).
+    (words of active items per namespace after any write, None = unlimited; see `fit_budget`).
 
     Family-aware defaults: for ``conversation`` memory (see `CONVERSATION_DEFAULTS`) dedup and
     merge need cosine 0.98, and there is no size cap, utility floor or generalisation, unless the

@@ -28,7 +28,7 @@ class Manager(dspy.Module):
         self.resources = resources or Resources()
         self.config = dict(config)
         self.period = int(config.get("period", type(self).period))
-        # Tokens (`count_words`) of active items a namespace may keep after any write; None: no limit.
+        # Words (`count_words`) of active items a namespace may keep after any write; None: no limit.
         self.memory_budget = parse_budget(config.get("memory_budget"))
         self.budget_stats = new_stats()
 
@@ -50,7 +50,7 @@ class Manager(dspy.Module):
         """Every ``period`` episodes: curation, utility audit, size-capped prune."""
 
     def enforce_budget(self, store: Store, namespace: str) -> None:
-        """Hard limit, run after every write: afterwards the namespace's active tokens are at most
+        """Hard limit, run after every write: afterwards the namespace's active words are at most
         ``memory_budget``. An item larger than the whole budget is refused (a tombstone, never
         truncated); then the manager's own policy (`fit_budget`) makes room; whatever it leaves
         over is pruned lowest utility first, so the limit holds whatever the policy did."""

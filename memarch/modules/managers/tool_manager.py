@@ -49,7 +49,7 @@ class ToolManager(FloorManager):
     Experience memory: a trajectory whose pattern became a workflow folds into that workflow, any
     other becomes a shortcut of its bare actions. Conversation memory: runs of up to
     ``compress_window`` consecutive items of one session become one summary of at most
-    ``compress_ratio`` of their tokens (LM: `GeneraliseMemories`; LM-free: the sentences with the
+    ``compress_ratio`` of their words (LM: `GeneraliseMemories`; LM-free: the sentences with the
     most content words). Then the lowest utility is pruned.
     """
 

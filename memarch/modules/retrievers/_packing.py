@@ -140,7 +140,7 @@ def _sentence_scores(query: Query, cands: list[tuple[int, int, str]], embedder: 
 def _lexical_overlaps(query: Query, texts: list[str], memo: Sentences) -> list[float]:
     """The idf-weighted overlap of each text's terms with the query's (idf over ``texts``),
     damped by the text's length."""
-    q_terms = set(memo.tokens(query.text))
+    q_terms = set(memo.terms(query.text))
     term_set = memo.term_set
     terms = [term_set(s) for s in texts]
     df = {w: sum(1 for ws in terms if w in ws) for w in q_terms}  # only the query's terms are ever looked up

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from memarch.modules.stores.lexical import Tokens
+from memarch.modules.stores.lexical import Terms
 from memarch.pipeline.retrieval import LEAD, SENTENCE_BREAK, ContextLines
 from memarch.pipeline.text_caches import TextCaches, TextMemos
 
@@ -45,10 +45,10 @@ class Sentences(TextMemos):
     def __init__(self, texts: TextCaches):
         super().__init__(texts)
         self.lines = ContextLines.of(texts)  # words and headers of the lines
-        self.tokens = tokens = Tokens.of(texts).tokens
+        self.terms = terms = Terms.of(texts).terms
         self.sentences = self.memo(_sentences, 1 << 16, "sentences")
-        self.term_set = self.memo(lambda text: frozenset(tokens(text)), 1 << 17, "term_set")
-        self.body = self.memo(lambda sentence: " ".join(tokens(sentence)), 1 << 16, "body")
+        self.term_set = self.memo(lambda text: frozenset(terms(text)), 1 << 17, "term_set")
+        self.body = self.memo(lambda sentence: " ".join(terms(sentence)), 1 << 16, "body")
         self.lead = self.memo(_lead, 1 << 16, "lead")
         # Per embedder: item text -> (its sentences' float64 vectors, their norms).
         self._rows: "weakref.WeakKeyDictionary[Any, dict[str, tuple[np.ndarray, np.ndarray]]]" = \

@@ -1,4 +1,4 @@
-"""`SessionIndex`: BM25 over whole sessions (one document per session: its items' tokens in write
+"""`SessionIndex`: BM25 over whole sessions (one document per session: its items' terms in write
 order), kept per store namespace and brought up to date at each read by re-indexing only the sessions
 whose items changed — the questions of every read point share it, and a write of one session costs
 that session's document, not a rebuild of all of them. Scores equal a fresh `BM25Index` over the
@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from memarch.modules.stores.base import Store
-from memarch.modules.stores.lexical import BM25Index, Tokens
+from memarch.modules.stores.lexical import BM25Index, Terms
 from memarch.pipeline.text_caches import TextCaches
 
 
@@ -26,7 +26,7 @@ class SessionIndex:
     def __init__(self, namespace: str, stem: bool = False, texts: TextCaches | None = None) -> None:
         self.namespace = namespace
         self.stem = bool(stem)
-        self._tokenize = Tokens.of(texts).analyzer(self.stem)  # through the store's memos (`session_index`)
+        self._tokenize = Terms.of(texts).analyzer(self.stem)  # through the store's memos (`session_index`)
         self.bm25 = BM25Index()
         self.slot: dict[str, tuple[int, tuple[str, ...]]] = {}
         self._synced: tuple | None = None  # what the last sync saw: the store version and the groups' sizes
@@ -68,7 +68,7 @@ class SessionIndex:
 
 
 def session_index(store: Store, namespace: str, *, stem: bool = False) -> SessionIndex:
-    """The namespace's session index (``stem``: over stemmed tokens, kept beside the plain one)."""
+    """The namespace's session index (``stem``: over stemmed terms, kept beside the plain one)."""
     per_store = store.caches.part(__name__)  # {namespace or (namespace, "stem"): SessionIndex}
     key = (namespace, "stem") if stem else namespace
     index = per_store.get(key)

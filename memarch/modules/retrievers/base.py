@@ -1,5 +1,5 @@
 """The `Retriever` contract: rank the store's eligible items for a query, then pack them into
-a context that honours ``top_k`` and the token budget (the ``pack`` knobs choose how: _packing.py).
+a context that honours ``top_k`` and the context budget (the ``pack`` knobs choose how: _packing.py).
 Between the two, the time-, recency- and entity-aware sides the config turns on are fused in
 (_aware.py). Eligible = active, same namespace, and not written by the episode being answered (no
 self-retrieval)."""

@@ -9,7 +9,7 @@ import dspy
 
 from memarch.modules.retrievers._cases import best_cases, case_text
 from memarch.modules.retrievers._config import settings
-from memarch.modules.stores.lexical import Tokens, overlap
+from memarch.modules.stores.lexical import Terms, overlap
 from memarch.modules.retrievers._lm import ask
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.signatures.retrievers import RerankCandidates
@@ -27,16 +27,16 @@ from memarch.pipeline.text_caches import TextCaches
 log = logging.getLogger(__name__)
 
 
-def feature_score(query_tokens: list[str], item: MemoryItem,
+def feature_score(query_terms: list[str], item: MemoryItem,
                   texts: TextCaches | None = None) -> tuple[float, dict[str, float]]:
     """The LM-free stand-in for ``lm / 10``, in [0, 1]: ``0.6 x overlap + 0.4 x utility``.
 
     ``overlap``: share of the query's terms found in the item's case or text (exact evidence
     the embedding may blur); ``utility``: Laplace-smoothed rate at which the item helped a success
     when it was read (0.5 for an item never rated), so feedback from managers moves it. ``texts``:
-    whose memo keeps the item's tokens (the retriever's `Resources.texts`).
+    whose memo keeps the item's terms (the retriever's `Resources.texts`).
     """
-    lexical = overlap(query_tokens, case_text(item) + " " + item.text, texts)
+    lexical = overlap(query_terms, case_text(item) + " " + item.text, texts)
     u = item.usage
     utility = (u.helped_success + 1.0) / (u.helped_success + u.helped_failure + 2.0)
     return 0.6 * lexical + 0.4 * utility, {"overlap": round(lexical, 6), "utility": round(utility, 6)}
@@ -103,7 +103,7 @@ class CBRRerankRetriever(Retriever):
         lm_scores = self._lm_scores(query, [m.item for m in matches]) if self.resources.lm is not None else None
         w = float(cfg["cbr_weight"])
         texts = self.resources.texts
-        tokens = Tokens.of(texts).tokenize(query.text)
+        terms = Terms.of(texts).tokenize(query.text)
         out = []
         for recall_rank, m in enumerate(matches, start=1):
             trace: dict[str, Any] = {**m.trace(), "recall_rank": recall_rank}
@@ -111,7 +111,7 @@ class CBRRerankRetriever(Retriever):
                 rerank = lm_scores[recall_rank - 1] / 10.0
                 trace.update(rerank="lm", lm_score=lm_scores[recall_rank - 1])
             else:
-                rerank, parts = feature_score(tokens, m.item, texts)
+                rerank, parts = feature_score(terms, m.item, texts)
                 trace.update(rerank="features", features=round(rerank, 6), **parts)
                 if self.resources.lm is not None:
                     trace["lm_fallback"] = True

@@ -18,7 +18,7 @@ from memarch.modules.retrievers._packing import PACKING
 from memarch.modules.retrievers._session_index import session_index
 from memarch.modules.retrievers.base import Retriever
 from memarch.modules.stores.base import Store
-from memarch.modules.stores.lexical import Tokens, lexical_index
+from memarch.modules.stores.lexical import Terms, lexical_index
 from memarch.pipeline.episodes import Query
 from memarch.pipeline.knobs import TOP_K, Knob
 from memarch.pipeline.registry import register
@@ -38,14 +38,14 @@ from memarch.pipeline.retrieval import ScoredItem
                  Knob("item_lexical_weight", "float", 0.0, 2.0, default=1.0,
                       description="session: weight of the BM25 of a session's best item (MaxP; 0 off)"),
                  Knob("stem", "int", 0, 1, default=0,
-                      description="session: BM25 over English Snowball stems (1) or plain tokens (0)"),
+                      description="session: BM25 over English Snowball stems (1) or plain terms (0)"),
                  *PACKING, *AWARENESS))
 class SessionRetriever(Retriever):
     """Sessions first, then their items.
 
     A session is the ``episode_id`` the items were written from (an item without one is a session of
     its own). Its dense score pools the cosines of its eligible items (``pooling``: 0 max, 1 mean of
-    the best three); its lexical score is BM25 over its items' tokens joined (one document per
+    the best three); its lexical score is BM25 over its items' terms joined (one document per
     session, rebuilt when the namespace changes). Both are fused (``fusion``: 1 weighted z-scores
     over the namespace's sessions, 0 reciprocal rank) with ``dense_weight`` against BM25's 1; with
     ``item_lexical_weight`` > 0 the BM25 of the session's best item (the namespace's item index:
@@ -87,7 +87,7 @@ class SessionRetriever(Retriever):
         names = list(groups)
         pooled = np.array([_pool([cosine[i] for i in groups[s]], int(cfg["pooling"])) for s in names])
         stem = bool(int(cfg["stem"]))
-        terms = Tokens.of(self.resources.texts).analyzer(stem)(query.text)
+        terms = Terms.of(self.resources.texts).analyzer(stem)(query.text)
         lexical = session_index(store, ns, stem=stem).scores(groups, items, store, terms)
         fused = _fuse(pooled, lexical, cfg)
         weight = float(cfg["item_lexical_weight"])

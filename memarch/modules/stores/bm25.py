@@ -44,12 +44,12 @@ class BM25Index:
         self._ptf: list[np.ndarray] = []  # float64 frequencies
         self._count: list[int] = []
         self._df = np.zeros(0, np.int64)  # per term: live documents holding it
-        self._len = np.zeros(0, np.float64)  # per slot: document length (tokens)
+        self._len = np.zeros(0, np.float64)  # per slot: document length (terms)
         self._key = np.zeros(0, np.int64)  # per slot: tie-break rank (the caller's order)
         self._alive = np.zeros(0, bool)
         self._terms: list[np.ndarray | None] = []  # per slot: its term ids, to undo a removal
         self.size = 0  # live documents
-        self._total = 0  # tokens in live documents (an integer: order-free, so exact)
+        self._total = 0  # terms in live documents (an integer: order-free, so exact)
         self._floor: tuple[int, float] | None = None  # (change count, idf floor)
         self._changes = 0
         self._idf_memo: tuple[int, dict[int, float]] = (-1, {})
@@ -78,7 +78,7 @@ class BM25Index:
         if not docs:
             return []
         first, n, vocab = self.slots, len(docs), self.vocab
-        # Every document's tokens at once: term ids in order of first occurrence (a new term takes
+        # Every document's terms at once: term ids in order of first occurrence (a new term takes
         # the next id), then (document, term) pairs counted by one sort instead of a Counter each.
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
         flat = np.fromiter((vocab.setdefault(w, len(vocab)) for doc in docs for w in doc), dtype=np.int64,
@@ -133,9 +133,9 @@ class BM25Index:
         c = self._count[t]
         return self._post[t][:c], self._ptf[t][:c]
 
-    def add(self, tokens: Sequence[str]) -> int:
+    def add(self, terms: Sequence[str]) -> int:
         """Append one document; its slot."""
-        return self.add_many([tokens])[0]
+        return self.add_many([terms])[0]
 
     def remove(self, slot: int) -> None:
         """Retire a document: it stops counting and scoring (its postings stay, masked)."""
@@ -181,19 +181,19 @@ class BM25Index:
         """Idf per term id (terms no live document holds included)."""
         return np.array([self._idf(t) for t in range(len(self.vocab))])
 
-    def scores(self, query_tokens: "Sequence[str] | Mapping[str, float]") -> np.ndarray:
+    def scores(self, query_terms: "Sequence[str] | Mapping[str, float]") -> np.ndarray:
         """BM25 score per slot (0 for retired ones); a repeated query term counts once per occurrence,
         a mapping gives each term its weight."""
         out = np.zeros(self.slots)
-        if isinstance(query_tokens, Mapping):  # term -> weight (an expanded query)
-            counts = {t: w for t, w in query_tokens.items() if t in self.vocab and w > 0}
+        if isinstance(query_terms, Mapping):  # term -> weight (an expanded query)
+            counts = {t: w for t, w in query_terms.items() if t in self.vocab and w > 0}
         else:
-            counts = Counter(t for t in query_tokens if t in self.vocab)
+            counts = Counter(t for t in query_terms if t in self.vocab)
         if not counts or self.size == 0 or self._total == 0:
             return out
         vocab, df = self.vocab, self._df
-        for token, mult in counts.items():
-            t = vocab[token]
+        for term, mult in counts.items():
+            t = vocab[term]
             if not df[t]:
                 continue
             docs, weight = self.term_weights(t)  # 0 on retired slots
@@ -240,9 +240,9 @@ class BM25Index:
             got = memo[t] = (docs, weight)
         return got
 
-    def top(self, query_tokens: "Sequence[str] | Mapping[str, float]", n: int) -> list[tuple[int, float]]:
+    def top(self, query_terms: "Sequence[str] | Mapping[str, float]", n: int) -> list[tuple[int, float]]:
         """Up to ``n`` (slot, score) pairs with a positive score, best first, ties by key."""
-        s = self.scores(query_tokens)
+        s = self.scores(query_terms)
         # every hit scoring at least the n-th best (so ties at the cut are all in), or every
         # positive one when fewer than n score
         cut = nth_largest(s, n) if len(s) > n else 0.0

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from memarch.modules.stores.lexical import Tokens, lexical_index
+from memarch.modules.stores.lexical import Terms, lexical_index
 from memarch.modules.stores._notes import NOTE_SUFFIX, check_directory, parse, render, safe_name
 from memarch.modules.stores.base import Store
 from memarch.pipeline.files import atomic_write_text
@@ -134,13 +134,13 @@ class FilesStore(Store):
         fused: dict[str, float] = {}
         if self.get(query.strip(), namespace) is not None:
             fused[query.strip()] = 1.0
-        tokens = Tokens.of(self.resources.texts).tokens  # this store's memo of them
-        words = set(tokens(query))
+        terms_of = Terms.of(self.resources.texts).terms  # this store's memo of them
+        terms = set(terms_of(query))
         index = lexical_index(self, namespace)
-        # Every note sharing a word with the query (its key counts), in BM25 order: BM25 alone
-        # scores a word found in every note of a small namespace as nothing.
-        bm25 = index.bm25.scores(list(words))
-        sharing = [j for j, it in enumerate(index.items) if words & set(tokens(f"{it.id} {it.text}"))]
+        # Every note sharing a term with the query (its key counts), in BM25 order: BM25 alone
+        # scores a term found in every note of a small namespace as nothing.
+        bm25 = index.bm25.scores(list(terms))
+        sharing = [j for j, it in enumerate(index.items) if terms & set(terms_of(f"{it.id} {it.text}"))]
         for rank, j in enumerate(sorted(sharing, key=lambda j: -bm25[j])[: k * 2]):
             fused[index.ids[j]] = fused.get(index.ids[j], 0.0) + 1.0 / (60 + rank)
         if fused:  # dense alone would always answer something: it only re-ranks lexical hits

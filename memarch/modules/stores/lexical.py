@@ -1,4 +1,4 @@
-"""The lexical side of memarch's stores: the tokenizers (plain and Snowball-stemmed) and
+"""The lexical side of memarch's stores: the tokenizers (text -> terms, plain and Snowball-stemmed) and
 `LexicalIndex`, a `BM25Index` (bm25.py) over one store namespace's active items, caught up in place
 from the store's journal after writes."""
 from __future__ import annotations
@@ -28,18 +28,19 @@ STOPWORDS = frozenset(
 
 
 def tokenize(text: str) -> list[str]:
-    """Lowercase alphanumeric runs minus stopwords (a new list: the caller may change it)."""
-    return list(_tokens(text))
+    """The terms of ``text``: lowercase alphanumeric runs minus stopwords (a new list: the caller may
+    change it)."""
+    return list(_terms(text))
 
 
-def _tokens(text: str) -> tuple[str, ...]:
+def _terms(text: str) -> tuple[str, ...]:
     return tuple(w for w in _WORD.findall(text.lower()) if w not in STOPWORDS)
 
 
 def stem_tokenize(text: str) -> list[str]:
-    """`tokenize`, each token reduced to its English Snowball (Porter 2) stem: "paintings" and
+    """`tokenize`, each term reduced to its English Snowball (Porter 2) stem: "paintings" and
     "painted" both "paint". Stopwords go before stemming, as in `tokenize`."""
-    return [_STEMMER().stemWord(w) for w in _tokens(text)]
+    return [_STEMMER().stemWord(w) for w in _terms(text)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,31 +50,31 @@ def _STEMMER():
     return snowballstemmer.stemmer("english")
 
 
-class Tokens(TextMemos):
+class Terms(TextMemos):
     """The tokenizers' memos, as one owner (`Resources.texts`) keeps them: the same texts are
     tokenised by every read and every trial of a search (items, their sentences, questions).
 
     Example::
 
-        tokens = Tokens.of(resources.texts)
-        tokens.tokens("She painted the fence")    # ("painted", "fence"), as `tokenize`
-        tokens.stemmed("She painted the fence")   # ("paint", "fenc"), as `stem_tokenize`
+        terms = Terms.of(resources.texts)
+        terms.terms("She painted the fence")     # ("painted", "fence"), as `tokenize`
+        terms.stemmed("She painted the fence")   # ("paint", "fenc"), as `stem_tokenize`
     """
 
     def __init__(self, texts: TextCaches):
         super().__init__(texts)
         # Up to 131,072 distinct texts each (~40 MB on LoCoMo-sized texts).
-        self.tokens = tokens = self.memo(_tokens, 1 << 17, "tokens")
+        self.terms = terms = self.memo(_terms, 1 << 17, "terms")
         self.stem = stem = self.memo(lambda word: _STEMMER().stemWord(word), 1 << 16, "stem")
 
         def stemmed(text: str) -> tuple[str, ...]:
-            return tuple(stem(w) for w in tokens(text))
+            return tuple(stem(w) for w in terms(text))
 
         self.stemmed = self.memo(stemmed, 1 << 17)
 
     def tokenize(self, text: str) -> list[str]:
         """`tokenize` through the memo."""
-        return list(self.tokens(text))
+        return list(self.terms(text))
 
     def stem_tokenize(self, text: str) -> list[str]:
         """`stem_tokenize` through the memo."""
@@ -85,12 +86,12 @@ class Tokens(TextMemos):
 
 
 def stem_only_terms(query: str, text: str, texts: TextCaches | None = None) -> list[str]:
-    """The query's words that match ``text`` only as stems: its token is not one of ``text``'s, its
+    """The query's terms that match ``text`` only as stems: the term is not one of ``text``'s, its
     Snowball stem is ("paintings" against "she painted"). What a BM25 over stems would find that
-    one over `tokenize`'s tokens does not; sorted, each once."""
-    memo = Tokens.of(texts)
-    words, stems = set(memo.tokens(text)), set(memo.stemmed(text))
-    return sorted({w for w in memo.tokens(query) if w not in words and memo.stem(w) in stems})
+    one over `tokenize`'s terms does not; sorted, each once."""
+    memo = Terms.of(texts)
+    terms, stems = set(memo.terms(text)), set(memo.stemmed(text))
+    return sorted({w for w in memo.terms(query) if w not in terms and memo.stem(w) in stems})
 
 
 def analyzer(stem: bool = False):
@@ -113,16 +114,16 @@ class LexicalIndex:
 
     Args:
         store, namespace: whose active items are indexed.
-        stem: index (and read queries as) stemmed tokens (`stem_tokenize`) instead of `tokenize`'s.
+        stem: index (and read queries as) stemmed terms (`stem_tokenize`) instead of `tokenize`'s.
         bm25: `BM25Index` parameters (k1, b, epsilon).
     """
 
     def __init__(self, store: "Store", namespace: str, *, stem: bool = False, **bm25):
         items = store.list(namespace)
         self.stem = bool(stem)
-        memo = Tokens.of(store.resources.texts)
+        memo = Terms.of(store.resources.texts)
         self.tokenize = memo.analyzer(self.stem)
-        self._words = memo.stemmed if self.stem else memo.tokens
+        self._terms = memo.stemmed if self.stem else memo.terms
         self.bm25 = BM25Index(**bm25)
         self.ids: list[str] = []  # per slot
         self.texts: list[str] = []  # per slot
@@ -172,14 +173,14 @@ class LexicalIndex:
         least 1); a slot's text never changes, so once per slot."""
         got = self._counts.get(slot)
         if got is None:
-            words = self._words(self.texts[slot])
-            got = self._counts[slot] = (tuple(Counter(words).items()), max(len(words), 1))
+            terms = self._terms(self.texts[slot])
+            got = self._counts[slot] = (tuple(Counter(terms).items()), max(len(terms), 1))
         return got
 
-    def scores_of(self, tokens: Sequence[str], ids: Sequence[str]) -> np.ndarray:
-        """BM25 of each item of ``ids`` for ``tokens`` (0 for one the index does not hold): one
-        vectorised pass over the postings, no ranking."""
-        per_slot = np.asarray(self.bm25.scores(tokens), dtype=np.float64)
+    def scores_of(self, terms: Sequence[str], ids: Sequence[str]) -> np.ndarray:
+        """BM25 of each item of ``ids`` for the query ``terms`` (0 for one the index does not hold):
+        one vectorised pass over the postings, no ranking."""
+        per_slot = np.asarray(self.bm25.scores(terms), dtype=np.float64)
         return np.array([per_slot[self.slot_of[i]] if i in self.slot_of else 0.0 for i in ids], dtype=np.float64)
 
     @property
@@ -190,7 +191,7 @@ class LexicalIndex:
         found = [] if store is None else [store.get(self.ids[j], self.namespace) for j in slots]
         return [it for it in found if it is not None]
 
-    def expand(self, tokens: Sequence[str], *, docs: int, terms: int, weight: float,
+    def expand(self, query_terms: Sequence[str], *, docs: int, terms: int, weight: float,
                hits: list[tuple[int, float]] | None = None) -> dict[str, float]:
         """Pseudo-relevance feedback (RM3-style): the query's terms (weight 1 each occurrence) plus the
         ``terms`` best terms of its ``docs`` best BM25 hits (or of ``hits``, (slot, score) pairs) — each term's frequency in a hit, weighted by
@@ -201,8 +202,8 @@ class LexicalIndex:
             index.expand(tokenize("where does Ann work"), docs=3, terms=10, weight=0.3)
             # {"ann": 1.0, "work": 1.0, "lisbon": 0.3, "bakery": 0.21, ...}
         """
-        query = dict(Counter(tokens))
-        hits = self.bm25.top(tokens, docs) if hits is None else hits[:docs]  # (slot, score), best first
+        query = dict(Counter(query_terms))
+        hits = self.bm25.top(query_terms, docs) if hits is None else hits[:docs]  # (slot, score), best first
         total = sum(score for _, score in hits)
         if not hits or total <= 0 or terms <= 0 or weight <= 0:
             return {t: float(w) for t, w in query.items()}
@@ -229,16 +230,16 @@ class LexicalIndex:
         store = self._store()
         if store is None:
             return []
-        tokens = self.tokenize(text)
+        query = self.tokenize(text)
         if prf is not None and prf[1] > 0:  # feedback only from items the caller may read
             first = [(self.slot_of[it.id], score) for it, score in self.search(text, prf[0], keep)]
-            tokens = self.expand(tokens, docs=prf[0], terms=prf[1], weight=prf[2], hits=first)
+            query = self.expand(query, docs=prf[0], terms=prf[1], weight=prf[2], hits=first)
         if isinstance(keep, ActiveIn) and keep.spares(self.namespace):
             keep = None  # the index holds the namespace's active items only (`sync`): all pass
         slack = 0 if keep is None else 8  # so that a few excluded items rarely force a second pass
         want = n
         while True:
-            hits = self.bm25.top(tokens, want + slack)
+            hits = self.bm25.top(query, want + slack)
             ids = self.ids
             found = zip(hits, store.get_many([ids[slot] for slot, _ in hits], self.namespace))
             if keep is None:
@@ -253,7 +254,7 @@ class LexicalIndex:
 def lexical_index(store: "Store", namespace: str, *, stem: bool = False) -> LexicalIndex:
     """The index of ``store``'s active items in ``namespace``, brought up to date with the writes
     since it was last read (rebuilt only when the store's journal cannot say what changed);
-    ``stem``: the index over stemmed tokens (`stem_tokenize`), kept beside the plain one."""
+    ``stem``: the index over stemmed terms (`stem_tokenize`), kept beside the plain one."""
     per_store = store.caches.part(__name__)  # {namespace or (namespace, "stem"): LexicalIndex}
     key = (namespace, "stem") if stem else namespace
     index = per_store.get(key)
@@ -262,11 +263,11 @@ def lexical_index(store: "Store", namespace: str, *, stem: bool = False) -> Lexi
     return index
 
 
-def overlap(query_tokens: Sequence[str], text: str, texts: TextCaches | None = None) -> float:
+def overlap(query_terms: Sequence[str], text: str, texts: TextCaches | None = None) -> float:
     """Share of distinct query terms that occur in ``text`` (0..1); ``texts``: whose memo keeps
-    the text's tokens (a retriever's `Resources.texts`)."""
-    q = set(query_tokens)
+    the text's terms (a retriever's `Resources.texts`)."""
+    q = set(query_terms)
     if not q:
         return 0.0
-    return len(q & set((_tokens if texts is None else texts[Tokens].tokens)(text))) / len(q)
+    return len(q & set((_terms if texts is None else texts[Terms].terms)(text))) / len(q)
 

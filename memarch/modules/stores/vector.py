@@ -263,10 +263,10 @@ class VectorStore(Store):
     def _extra_state(self, directory: Path) -> dict:
         """Write each namespace's index to a fresh file (atomic); ``store.json`` then points at it."""
         dense: dict[str, dict] = {}
-        token = uuid.uuid4().hex[:12]
+        save_id = uuid.uuid4().hex[:12]  # one per save: a save never overwrites the files in use
         self._saved_files = set()
         for ns, index in self._indexes.items():
-            name = f"dense-{hashlib.sha1(ns.encode()).hexdigest()[:10]}-{token}.faiss"
+            name = f"dense-{hashlib.sha1(ns.encode()).hexdigest()[:10]}-{save_id}.faiss"
             atomic_write_bytes(directory / name, index.to_bytes())
             self._saved_files.add(name)
             dense[ns] = {"file": name, **index.meta()}

@@ -15,9 +15,7 @@ from memarch.optimizers.compile import CompileReport, MemarchOptimizer, SearchSe
 from memarch.optimizers.comparison.runs import run_jobs
 from memarch.optimizers.comparison.settings import CompareSettings
 from memarch.optimizers.compile.counts import NOTHING_COUNTED, describe_counts
-from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
-from memarch.optimizers.search.runner import Metric
-from memarch.pipeline.deprecation import deprecated_attribute
+from memarch.optimizers.evaluators.base import Evaluator, EvaluatorFunction, as_evaluator
 from memarch.pipeline.presets import NO_MEMORY, presets_for
 from memarch.pipeline.space import ArchitectureSpace
 
@@ -51,8 +49,6 @@ class Comparison:
     warm_start: str = "presets"
     objectives: tuple[str, ...] = ("quality",)
     evaluations: int | None = None  # evaluations run by every run and the baselines (None: not counted)
-
-    objective = deprecated_attribute("objective", "metric", "Comparison")
 
     def fronts(self) -> "FrontSummary | None":
         """Each strategy's search fronts and hypervolumes (None with one objective)."""
@@ -106,7 +102,7 @@ class Comparison:
                 f"{'validation':>12}{'test (median [min-max])':>28}{'tokens':>10}")
         lines = [f"metric: {self.metric or '?'}; budget {self.budget} distinct architectures per run "
                  f"(warm start: {self.warm_start}, the same round 0 for every strategy of a seed); "
-                 f"target = {self.target:.4f} (search objective); trials to target: median, budget+1 when "
+                 f"target = {self.target:.4f} (search score); trials to target: median, budget+1 when "
                  f"not reached; picks chosen on validation", head, "-" * len(head)]
         for r in self.rows():
             lines.append(f"{r['strategy']:<{w}}{r['seeds']:>6}{r['best_search']:>13.4f}{r['trials_to_target']:>18g}"
@@ -164,7 +160,7 @@ class Comparison:
         return plot_fronts(self.runs, self.objectives, path)
 
 
-def compare(evaluator: Evaluator | Metric, space: ArchitectureSpace | str, strategies: list[str],
+def compare(evaluator: Evaluator | EvaluatorFunction, space: ArchitectureSpace | str, strategies: list[str],
             settings: SearchSettings | None = None, comparison: CompareSettings | None = None, *, lm: Any = None,
             meta_lm: Any = None, tracker_factory: Callable[[], Any] | None = None, on_trial: Callable | None = None,
             trainset: Any = "search", valset: Any = "validation", testset: Any = "test",

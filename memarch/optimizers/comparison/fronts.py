@@ -113,7 +113,7 @@ def plot_fronts(runs: dict[str, list["CompileReport"]], objectives: tuple[str, .
             ax.step(xs, ys, where="post", color=colour, alpha=0.7, marker="o", ms=3,
                     label=f"{strat} ({len(reports)} seeds)" if j == 0 else None)
     ax.set_xlabel(f"{objectives[1]} (lower is better)")
-    ax.set_ylabel("quality (search objective)")
+    ax.set_ylabel("quality (search score)")
     ax.set_title(title or "memarch compare: search Pareto fronts, one line per seed", fontsize=9)
     ax.legend(fontsize=8)
     return save_figure(fig, path)

@@ -14,17 +14,16 @@ import optuna
 from memarch.errors import MemarchError
 from memarch.optimizers.compile.report import CompileReport
 from memarch.optimizers.compile.run import CompileRun
-from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
+from memarch.optimizers.evaluators.base import Evaluator, EvaluatorFunction, as_evaluator
 from memarch.optimizers.pruners import make_pruner
 from memarch.optimizers.runoff import choose_on_validation
 from memarch.optimizers.samplers.strategies import make_sampler
 from memarch.optimizers.search.history import History
 from memarch.optimizers.search.param_space import ParamSpace
-from memarch.optimizers.search.runner import Metric, Search
+from memarch.optimizers.search.runner import Search
 from memarch.optimizers.search.settings import SearchSettings
 from memarch.optimizers.search.study import make_storage, open_study
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import renamed_keywords
 from memarch.pipeline.presets import warm_start_architectures
 from memarch.pipeline.space import ArchitectureSpace
 
@@ -56,17 +55,15 @@ class MemarchOptimizer:
         on_trial: called with (trial number, architecture, result) after each evaluation.
     """
 
-    def __init__(self, evaluator: Evaluator | Metric | None = None, settings: SearchSettings | None = None, *,
+    def __init__(self, evaluator: Evaluator | EvaluatorFunction | None = None, settings: SearchSettings | None = None, *,
                  lm: Any = None, meta_lm: Any = None, tracker: Any = None, save_path: str | Path | None = None,
                  resources: Any = None, on_trial: Callable | None = None, **setting_changes: Any):
-        changes = renamed_keywords(setting_changes, {"metric": "evaluator"}, where="MemarchOptimizer()")
-        evaluator = changes.pop("evaluator", evaluator)
         if evaluator is None:
             raise TypeError("MemarchOptimizer() needs an evaluator")
         if settings is not None and not isinstance(settings, SearchSettings):
             raise TypeError(f"MemarchOptimizer(evaluator, settings): settings is a SearchSettings, not "
                             f"{type(settings).__name__} (give strategy=..., budget=... by name)")
-        self.settings = SearchSettings.of(settings, **changes)
+        self.settings = SearchSettings.of(settings, **setting_changes)
         self.evaluator = as_evaluator(evaluator)
         self.lm, self.meta_lm = lm, meta_lm
         self.tracker = tracker
@@ -177,7 +174,7 @@ class MemarchOptimizer:
         if self.settings.log_model or self.settings.register:
             self._log_model(program)
         tmp = Path(tempfile.mkdtemp(prefix="memarch-curve-")) / "curve.png"
-        plot_curves({self.settings.strategy: [self.report.curve]}, tmp, title=f"{name}: best-so-far search objective")
+        plot_curves({self.settings.strategy: [self.report.curve]}, tmp, title=f"{name}: best-so-far search score")
         self.tracker.finish(self.report.tracked_summary(), curve_png=tmp)
 
     def _prompts(self, program: Any, validation: float, trainset: Any, valset: Any, testset: Any) -> Any:
@@ -226,13 +223,6 @@ class MemarchOptimizer:
             if self.settings.space_mode == "full" and "top_k" in settings else {}
         return ParamSpace(space, self.settings.space_mode, defaults=defaults)
 
-    def search_space(self, space: ArchitectureSpace) -> ParamSpace:
-        """Deprecated: `param_space`."""
-        from memarch.pipeline.deprecation import warn_renamed
-
-        warn_renamed("search_space", "param_space", "MemarchOptimizer")
-        return self.param_space(space)
-
     def _warm_start(self, space: ArchitectureSpace, start: Architecture | None) -> list[tuple[Architecture, str]]:
         """Round 0: the student's architecture first, then the warm start (same for every strategy)."""
         s = self.settings
@@ -271,20 +261,3 @@ class MemarchOptimizer:
                 record = dataclasses.replace(record, top_k=program.top_k)
             program.evaluation = record
         return program
-
-    # Settings by their names of earlier releases (read-only views of ``settings``).
-    @property
-    def strategy_name(self) -> str:
-        return self.settings.strategy
-
-    @property
-    def budget(self) -> int:
-        return self.settings.budget
-
-    @property
-    def metric(self) -> Evaluator:
-        """Deprecated: the evaluator is ``evaluator``."""
-        from memarch.pipeline.deprecation import warn_renamed
-
-        warn_renamed("metric", "evaluator", "MemarchOptimizer")
-        return self.evaluator

@@ -12,7 +12,6 @@ from memarch.optimizers.samplers.base import report_of
 from memarch.optimizers.search.objectives import SINGLE, values_of
 from memarch.optimizers.search.pareto import objective_front
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import deprecated_attribute
 
 if TYPE_CHECKING:
     from memarch.optimizers.compile.run import CompileRun
@@ -71,11 +70,6 @@ class CompileReport:
     prompts: dict[str, Any] = field(default_factory=dict)  # stage two (PromptReport.to_dict()), when asked for
     test_error: str | None = None  # why the pick's test evaluation failed (``counts["test_failed"]``)
     pruner: str = "none"  # the pruner of the study (its count is said even when 0: `describe_counts`)
-
-    # Names of earlier releases (one release of grace, with a warning).
-    study_name = deprecated_attribute("study_name", "study", "CompileReport")
-    keys = deprecated_attribute("keys", "evaluated", "CompileReport")
-    objective = deprecated_attribute("objective", "metric", "CompileReport")
 
     @classmethod
     def from_run(cls, run: "CompileRun") -> "CompileReport":

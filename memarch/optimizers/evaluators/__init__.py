@@ -5,16 +5,13 @@ member its callers read declared) and its implementations.
 - ``benchmark``  `BenchmarkEvaluator`: a benchmark split through `evaluate`;
 - ``cached``     `EvaluatorWrapper` and `CachedEvaluator` (memoised per architecture and data).
 
-`memarch.optimizers.landscapes.table.LandscapeEvaluator` answers by lookup in a landscape. The old
-names `BenchmarkMetric` and `CachedMetric` (and `memarch.optimizers.search.metric`) still work for
-one release, with a `DeprecationWarning`.
+`memarch.optimizers.landscapes.evaluator.LandscapeEvaluator` answers by lookup in a landscape.
 
 May import: ``pruners``, ``benchmarks`` and the layers below.
 """
 from memarch.optimizers.evaluators.base import CallableEvaluator, Evaluator, as_evaluator
 from memarch.optimizers.evaluators.benchmark import BenchmarkEvaluator
 from memarch.optimizers.evaluators.cached import CachedEvaluator, EvaluatorWrapper
-from memarch.optimizers.evaluators.deprecated import BenchmarkMetric, CachedMetric
 
-__all__ = ["BenchmarkEvaluator", "BenchmarkMetric", "CachedEvaluator", "CachedMetric", "CallableEvaluator",
-           "Evaluator", "EvaluatorWrapper", "as_evaluator"]
+__all__ = ["BenchmarkEvaluator", "CachedEvaluator", "CallableEvaluator", "Evaluator", "EvaluatorWrapper",
+           "as_evaluator"]

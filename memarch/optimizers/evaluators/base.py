@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from memarch.pipeline.space import ArchitectureSpace
     from memarch.pipeline.trial import TrialResult
 
+# A plain function ``(architecture, data) -> TrialResult``: what `as_evaluator` wraps in a `CallableEvaluator`.
+EvaluatorFunction = Callable[[Any, Any], "TrialResult"]
+
+
 class Evaluator(abc.ABC):
     """Scores one architecture (None: the no-memory agent) on named data (a split such as
     ``"search"``). Subclasses implement ``__call__`` and override the members they know.
@@ -121,7 +125,7 @@ class CallableEvaluator(Evaluator):
         evaluator = CallableEvaluator(lambda arch, data: my_trial_result(arch, data))
     """
 
-    def __init__(self, function: Callable[[Any, Any], "TrialResult"], *, family: str = "conversation"):
+    def __init__(self, function: EvaluatorFunction, *, family: str = "conversation"):
         if not callable(function):
             raise MemarchError(f"an evaluator must be callable as evaluator(architecture, data), not "
                                f"{type(function).__name__}")
@@ -137,7 +141,7 @@ class CallableEvaluator(Evaluator):
         return self.function(architecture, data)
 
 
-def as_evaluator(evaluator: "Evaluator | Callable[[Any, Any], TrialResult]", *,
+def as_evaluator(evaluator: "Evaluator | EvaluatorFunction", *,
                  family: str = "conversation") -> Evaluator:
     """``evaluator`` itself, or a plain callable wrapped in a `CallableEvaluator`."""
     return evaluator if isinstance(evaluator, Evaluator) else CallableEvaluator(evaluator, family=family)

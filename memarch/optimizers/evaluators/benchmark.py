@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 from memarch.benchmarks.evaluation.settings import EvaluationSettings
 from memarch.optimizers.evaluators.base import Evaluator
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import warn_renamed
 from memarch.pipeline.trial import TrialResult
 
 if TYPE_CHECKING:
@@ -47,7 +46,7 @@ class BenchmarkEvaluator(Evaluator):
         self.resources = resources or Resources()
         self._limit = limit
         self.knobs = dict(knobs or {})
-        self._settings = EvaluationSettings.of(settings, where=type(self).__name__, **setting_changes)
+        self._settings = EvaluationSettings.of(settings, **setting_changes)
         self._memory_budget = memory_budget
 
     @property
@@ -73,14 +72,6 @@ class BenchmarkEvaluator(Evaluator):
     @property
     def metric(self) -> str:
         return self._benchmark.metric or self._settings.metric_name(self._benchmark)
-
-    @property
-    def kwargs(self) -> dict[str, Any]:
-        """Deprecated: the evaluation settings are ``settings`` (an `EvaluationSettings`)."""
-        warn_renamed("kwargs", "settings", f"{type(self).__name__}.kwargs")
-        s = self._settings
-        return {"budget_tokens": s.context_budget, "top_k": s.top_k, "objective": s.metric, "reader": s.reader,
-                "judge": s.judge, "success_threshold": s.success_threshold, "config": s.config}
 
     def program_settings(self) -> dict[str, Any]:
         """``{"top_k", "context_budget"}`` the trials read with, and the program ``config`` they were

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from memarch.errors import MemarchError
-from memarch.pipeline.deprecation import renamed_keywords
 from memarch.optimizers.finetune.format import chat_line
 from memarch.optimizers.finetune.labels import Pair
 from memarch.optimizers.finetune.recorder import CallRecorder
@@ -70,7 +69,7 @@ class FinetuneExport:
 
 
 def export_finetune(program: Any, benchmark: Any, *, min_score: float | None = None, limit: int | None = None,
-                    metric: str | None = None, adapter: str = "json", source: str = "", **renamed: Any) -> FinetuneExport:
+                    metric: str | None = None, adapter: str = "json", source: str = "") -> FinetuneExport:
     """Fine-tuning pairs of ``program``'s memory modules on ``benchmark``'s search split.
 
     Example::
@@ -101,7 +100,6 @@ def export_finetune(program: Any, benchmark: Any, *, min_score: float | None = N
     if any(program.store.count(ns, include_deleted=True) for ns in program.store.namespaces()):
         raise MemarchError("export needs a fresh program: its memory would mix with the search split's writes")
     with CallRecorder(program) as recorder:
-        metric = renamed_keywords(renamed, {"objective": "metric"}, where="export_finetune()").get("metric", metric)
         settings = EvaluationSettings(context_budget=program.context_budget, top_k=program.top_k, metric=metric)
         result = evaluate(program, benchmark, split=SPLIT, resources=program.resources, settings=settings,
                           limit=limit)

@@ -203,7 +203,7 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_
         "data": data_fingerprint(bench.path), "family": family,
         "split": {"seed": bench.seed, "split_by": bench.split_by, "fractions": bench.fractions},
         "context_budget": context_budget, "top_k": top_k, "limit": limit,
-        "embedder": resources.embedder.model_id, "objectives": metrics,
+        "embedder": resources.embedder.model_id, "metrics": metrics,
         "space": {"encoders": space.encoders, "stores": space.stores, "retrievers": space.retrievers,
                   "managers": space.managers, "valid": space.count_valid(), "lm_available": False},
         "sample": {"full": architectures is None and (sample is None or sample >= space.count_valid()),

@@ -69,7 +69,7 @@ class OracleView:
         return self.landscape.index(key) if key in self.landscape else None
 
     def _first_top(self, report: "CompileReport") -> int:
-        hit = self.table.first_top(list(report.keys))
+        hit = self.table.first_top(list(report.evaluated))
         return hit if hit is not None else self.budget + 1
 
     def _gain_terms(self) -> tuple[float, float] | None:
@@ -110,7 +110,7 @@ class OracleView:
         diffs, missing, seen = [], 0, set()
         for reports in self.runs.values():
             for r in reports:
-                for key, point in zip(r.keys, r.points):
+                for key, point in zip(r.evaluated, r.points):
                     if key in seen:
                         continue
                     seen.add(key)

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 from memarch.optimizers.evaluators.base import Evaluator
 from memarch.optimizers.landscapes.table import Landscape, key_of
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import renamed_keywords, warn_renamed
 from memarch.pipeline.trial import TrialResult
 
 if TYPE_CHECKING:
@@ -29,8 +28,7 @@ class LandscapeEvaluator(Evaluator):
         threshold: a query scoring below it is a failure (attributed).
     """
 
-    def __init__(self, landscape: Landscape, metric: str | None = None, threshold: float = 0.5, **renamed: Any):
-        metric = renamed_keywords(renamed, {"objective": "metric"}, where="LandscapeEvaluator()").get("metric", metric)
+    def __init__(self, landscape: Landscape, metric: str | None = None, threshold: float = 0.5):
         self.landscape = landscape
         self._metric = metric or landscape.default_metric
         landscape._check_metric(self._metric)
@@ -73,17 +71,3 @@ class LandscapeEvaluator(Evaluator):
 
             return staged(result, on_instance)
         return result
-
-    @property
-    def objective(self) -> str:
-        """Deprecated: the metric's name is ``metric``."""
-        warn_renamed("objective", "metric", "LandscapeEvaluator")
-        return self._metric
-
-
-class LandscapeMetric(LandscapeEvaluator):
-    """Deprecated: `LandscapeEvaluator`."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        warn_renamed("LandscapeMetric", "LandscapeEvaluator", "memarch.optimizers.landscapes")
-        super().__init__(*args, **kwargs)

@@ -93,11 +93,9 @@ class Replay:
     def __init__(self, landscape: "Landscape", *, metric: str | None = None, budget: int = DEFAULT_BUDGET,
                  horizon: int | None = None, warm_start: str = "presets", k: int = 3,
                  finalists: int = DEFAULT_FINALISTS,
-                 top_share: float = 0.01, threshold: float = 0.5, pruner: str = "none", **renamed: Any):
+                 top_share: float = 0.01, threshold: float = 0.5, pruner: str = "none"):
         from memarch.optimizers.landscapes.evaluator import LandscapeEvaluator
-        from memarch.pipeline.deprecation import renamed_keywords
 
-        metric = renamed_keywords(renamed, {"objective": "metric"}, where="Replay()").get("metric", metric)
         self.landscape = landscape
         self.evaluator = LandscapeEvaluator(landscape, metric=metric, threshold=threshold)
         self.metric = self.evaluator.metric

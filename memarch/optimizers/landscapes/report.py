@@ -32,7 +32,7 @@ class ReplayRun:
     pick_validation: float
     pick_test: float
     trials_to_top: int | None  # 1-based; None: no top architecture within the horizon
-    curve: list[float]  # best-so-far search objective per distinct evaluation
+    curve: list[float]  # best-so-far search score per distinct evaluation
     counts: dict[str, int] = field(default_factory=dict)
     stopped: str | None = None
     cost_to_top: float | None = None  # full evaluations spent when the first top one completed (None: not within the horizon)

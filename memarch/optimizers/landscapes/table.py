@@ -12,8 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from memarch.pipeline.deprecation import deprecated_attribute, moved_names, warn_renamed
-
 from memarch.benchmarks.base import SPLITS
 from memarch.errors import DataError, MemarchError
 from memarch.pipeline.architecture import Architecture
@@ -23,7 +21,7 @@ from memarch.pipeline.trial import MODULES, QueryOutcome, TrialResult
 FORMAT = "memarch.landscape/1"
 NONE = "none"  # the row of the no-memory baseline
 QUERY_ARRAYS = ("query_id", "query_split", "query_category", "question", "gold", "query_evidence")
-# Cost arrays of files built by earlier releases, read by today's names (memory is counted in words).
+# Cost arrays of files built by earlier code, read by today's names (memory is counted in words).
 OLD_ARRAYS = {"cost_memory_tokens": "cost_memory_words", "cost_memory_tokens_max_ns": "cost_memory_words_max_ns"}
 COSTS = ("memory_items", "memory_words", "memory_words_max_ns", "write_s", "read_s", "read_p50_ms",
          "read_p95_ms", "embeddings_computed")  # a landscape built before one of them lacks its array
@@ -88,12 +86,14 @@ class Landscape:
     """
 
     def __init__(self, meta: dict[str, Any], arrays: dict[str, np.ndarray], path: str | Path | None = None):
+        if "metrics" not in meta and "objectives" in meta:  # a file built by earlier code
+            meta = {("metrics" if k == "objectives" else k): v for k, v in meta.items()}
         self.meta = meta
         self.arrays = arrays
         self.path = str(path) if path is not None else None
         self.keys: list[str] = arrays["keys"].tolist()
         self._index = {k: i for i, k in enumerate(self.keys)}
-        self.metrics: tuple[str, ...] = tuple(meta["objectives"])
+        self.metrics: tuple[str, ...] = tuple(meta["metrics"])
         self._splits: dict[str, _Split] = {}
         self._values: dict[tuple[str, str], np.ndarray] = {}
         self._archs: dict[int, Architecture | None] = {}
@@ -184,14 +184,6 @@ class Landscape:
             self._splits[split] = _Split(self, SPLITS.index(split))
         return self._splits[split]
 
-    # Names of earlier releases (one release of grace, with a warning).
-    objectives = deprecated_attribute("objectives", "metrics", "Landscape")
-
-    def objective_values(self, split: str, objective: str | None = None) -> np.ndarray:
-        """Deprecated: `metric_values`."""
-        warn_renamed("objective_values", "metric_values", "Landscape")
-        return self.metric_values(split, objective)
-
     def metric_values(self, split: str, metric: str | None = None) -> np.ndarray:
         """[A] mean ``metric`` over the split's questions, per architecture."""
         metric = metric or self.default_metric
@@ -255,7 +247,3 @@ class Landscape:
                       "context_budget": self.meta.get("context_budget"), "top_k": self.meta.get("top_k"),
                       "landscape": self.path, "group": int(a["group"][row])})
 
-
-# The evaluator's old names here (one release of grace); it lives in `landscapes.evaluator`.
-__getattr__ = moved_names(__name__, {
-    "LandscapeMetric": "memarch.optimizers.landscapes.evaluator:LandscapeEvaluator"}, globals())

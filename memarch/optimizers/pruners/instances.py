@@ -8,7 +8,7 @@ What a pruner is told (``trial.report(value, step)``):
 
 - ``median``, ``sha``, ``hyperband``: the running mean score after ``step`` instances.
 - ``wilcoxon``: each instance's own mean score at ``step`` = the instance's position, the form
-  `optuna.pruners.WilcoxonPruner` is made for (an objective that is a mean over instances).
+  `optuna.pruners.WilcoxonPruner` is made for (a study's objective that is a mean over instances).
 
 Example::
 
@@ -82,7 +82,7 @@ def staged(result: TrialResult, on_instance: OnInstance) -> TrialResult:
 
 
 def partial_result(result: TrialResult, outcomes: list[QueryOutcome], done: int, total: int) -> TrialResult:
-    """``result`` cut to ``outcomes`` (the first ``done`` of ``total`` instances): objective, per
+    """``result`` cut to ``outcomes`` (the first ``done`` of ``total`` instances): score, per
     category and attribution recomputed on them; costs and other scores are dropped (they belong to
     the whole split)."""
     n = len(outcomes)

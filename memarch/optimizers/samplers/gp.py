@@ -20,7 +20,7 @@ class GPBaseline(optuna.samplers.GPSampler, MemarchSampler):
 
         sampler = GPBaseline(seed=0)
         study = optuna.create_study(direction="maximize", sampler=sampler)
-        study.optimize(objective, n_trials=30)
+        study.optimize(trial_function, n_trials=30)
         sampler.stats()   # {"gp_proposals": 20, "gp_fallback": 3}
 
     Args:

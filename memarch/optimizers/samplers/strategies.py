@@ -77,7 +77,7 @@ def _guided(space: "ParamSpace", seed: int | None, *, k: int = 3, lm: Any = None
 
 def _archive(space: "ParamSpace", seed: int | None, *, k: int = 3, lm: Any = None, meta_lm: Any = None,
              no_memory: Any = None, **_: Any) -> optuna.samplers.BaseSampler:
-    # ALMA's archive; no_memory: the no-memory objective (a number or a callable; see ArchiveSampler).
+    # ALMA's archive; no_memory: the no-memory score (a number or a callable; see ArchiveSampler).
     from memarch.optimizers.samplers.guided.archive_sampler import ArchiveSampler
 
     return ArchiveSampler(space, k=k, seed=seed, meta_lm=meta_lm if meta_lm is not None else lm, no_memory=no_memory)

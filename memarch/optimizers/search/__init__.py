@@ -5,5 +5,4 @@ derived from the registry (`ParamSpace`), studies and storage, the trial functio
 read, stop rules, the study's objectives, selection, the champion's sign test, the Pareto front,
 bootstrap CIs and curves.
 
-May import: ``evaluators``, ``pruners`` and the layers below ``optimizers`` (``metric.py`` is the
-evaluators' old module path, kept one release)."""
+May import: ``evaluators``, ``pruners`` and the layers below ``optimizers``."""

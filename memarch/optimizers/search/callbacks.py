@@ -32,7 +32,7 @@ class StopAtBudget(StopRule):
 
     Example::
 
-        study.optimize(objective, callbacks=[StopAtBudget(20)])
+        study.optimize(trial_function, callbacks=[StopAtBudget(20)])
     """
 
     def __init__(self, budget: int):
@@ -54,7 +54,7 @@ class StopOnFailures(StopRule):
     Example::
 
         rule = StopOnFailures(5)
-        study.optimize(objective, callbacks=[rule], catch=(TrialFailed,))
+        study.optimize(trial_function, callbacks=[rule], catch=(TrialFailed,))
         rule.reason  # "5 consecutive trials failed; last error: ..."
     """
 
@@ -80,7 +80,7 @@ class StopWhenStuck(StopRule):
 
     Example::
 
-        study.optimize(objective, callbacks=[StopWhenStuck(200)])
+        study.optimize(trial_function, callbacks=[StopWhenStuck(200)])
     """
 
     def __init__(self, limit: int):

@@ -31,7 +31,7 @@ def plot_curves(curves: dict[str, list[list[float]]], path: str | Path, *, targe
     if target is not None:
         ax.axhline(target, ls="--", color="grey", lw=1, label="target")
     ax.set_xlabel("evaluated trials")
-    ax.set_ylabel("best-so-far search objective")
+    ax.set_ylabel("best-so-far search score")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     return save_figure(fig, path)

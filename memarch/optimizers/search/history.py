@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memarch.benchmarks.evaluation.costs import lm_tokens
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import deprecated_attribute
+from memarch.optimizers.search.objectives import OLD_COSTS
 from memarch.pipeline.trial import QueryOutcome, TrialResult
 
 if TYPE_CHECKING:
@@ -31,10 +32,11 @@ DIAGNOSIS_KEYS = ("question", "gold_answer", "gold", "retrieved_sources", "reaso
 
 
 def cost_of(result: TrialResult) -> float:
-    """The one cost number the Pareto front uses: tokens when an LM ran, else memory size."""
+    """The one cost number the Pareto front uses: LM tokens when an LM ran (`lm_tokens`: each once,
+    not the per-role counts on top of their totals), else memory size."""
     c = result.cost or {}
-    tokens = sum(v for k, v in c.items() if k.startswith("tokens"))
-    return float(tokens) if tokens else float(c.get("memory_items", 0.0))
+    spent = lm_tokens(c)
+    return spent if spent else float(c.get("memory_items", 0.0))
 
 
 def compact(result: TrialResult) -> dict[str, Any]:
@@ -61,11 +63,13 @@ def expand(arch: Architecture | None, data: dict[str, Any] | str) -> TrialResult
         data = json.loads(data)
     outcomes = [QueryOutcome(query_id=q, score=s, success=ok, category=c, attribution=a, evidence=ev)
                 for q, s, ok, c, a, ev in data.get("outcomes", [])]
-    metric = data.get("metric", data.get("objective_name"))  # objective_name: an earlier release's key
+    # A study saved by earlier code: "objective" / "objective_name" / "memory_tokens" are its keys.
+    metric = data.get("metric", data.get("objective_name"))
     meta = {"metric": metric} if metric else {}
+    cost = {OLD_COSTS.get(k, k): v for k, v in (data.get("cost") or {}).items()}
     return TrialResult(architecture=arch, benchmark=data.get("benchmark", ""), split=data.get("split", ""),
                        score=float(data["score"] if "score" in data else data["objective"]), scores=data.get("scores", {}),
-                       per_category=data.get("per_category", {}), cost=data.get("cost", {}),
+                       per_category=data.get("per_category", {}), cost=cost,
                        outcomes=outcomes, attribution=data.get("attribution", {}),
                        fallbacks=data.get("fallbacks", {}), lm_requests=data.get("lm_requests", {}),
                        metadata=meta)
@@ -85,8 +89,6 @@ class TrialRecord:
     parent: str = ""  # architecture key the edit was applied to
     fidelity: float = 1.0  # share of the split's instances scored (< 1: a pruned trial's partial result)
     _scores: dict[str, float] | None = field(default=None, repr=False)
-
-    objective = deprecated_attribute("objective", "score", "TrialRecord")
 
     def scores_by_query(self) -> dict[str, float]:
         if self._scores is None:

@@ -15,18 +15,14 @@ UNITS = {QUALITY: "", "memory_words": " words", "read_p95": " ms", "write_s": " 
 SINGLE = (QUALITY,)
 # A single-objective study breaks exact quality ties by these costs, in order.
 TIE_BREAK = ("memory_words", "read_p95")
-# Costs by the names of earlier releases (memory is counted in words, as the context budget is).
-RENAMED_COSTS = {"memory_tokens": "memory_words"}
+# Cost names that studies saved by earlier code hold (in their objectives and their trials' costs),
+# read as today's: memory is counted in words, as the context budget is.
+OLD_COSTS = {"memory_tokens": "memory_words", "memory_tokens_max_ns": "memory_words_max_ns"}
 
 
-def cost_name(name: str) -> str:
-    """``name``, or its new name when it is one of an earlier release (with a warning)."""
-    if name in RENAMED_COSTS:
-        from memarch.pipeline.deprecation import warn_renamed
-
-        warn_renamed(name, RENAMED_COSTS[name], "objectives")
-        return RENAMED_COSTS[name]
-    return name
+def saved_objectives(names: Sequence[str]) -> tuple[str, ...]:
+    """The objectives a saved study holds, by today's names (``memory_tokens``: earlier code's)."""
+    return tuple(OLD_COSTS.get(n, n) for n in names)
 
 
 def parse_objectives(text: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -39,7 +35,7 @@ def parse_objectives(text: str | Sequence[str] | None) -> tuple[str, ...]:
     """
     if text is None:
         return SINGLE
-    names = [cost_name(n.strip()) for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
+    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
     bad = [n for n in names if n not in NAMES]
     if bad:
         raise MemarchError(f"--objectives: unknown {', '.join(bad)}; expected quality followed by any of "

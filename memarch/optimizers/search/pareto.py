@@ -1,7 +1,7 @@
 """The one Pareto module: dominance, non-dominated sorting, an exact hypervolume over normalised
 objectives and the knee of a front, on points — tuples of objective values in study order, quality
 first (higher is better), then costs (lower is better) — and the fronts of evaluated trial records
-built on them (over (objective, cost), or over a multi-objective study's own objectives)."""
+built on them (over (score, cost), or over a multi-objective study's own objectives)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
@@ -125,7 +125,7 @@ def knee(points: Sequence[Point]) -> int:
 
 
 def pareto_front(records: list["TrialRecord"]) -> list["TrialRecord"]:
-    """Records no other dominates on (objective, cost), best objective first; one per architecture.
+    """Records no other dominates on (score, cost), best score first; one per architecture.
 
     Example::
 

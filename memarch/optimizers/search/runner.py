@@ -12,12 +12,11 @@ import optuna
 from memarch.errors import MemarchError
 from memarch.optimizers.search.callbacks import StopAtBudget, StopOnFailures, StopWhenStuck
 from memarch.optimizers.search.history import History
-from memarch.optimizers.evaluators.base import Evaluator
-from memarch.optimizers.search.trial_function import TrialFunction, Metric, TrialFailed, distinct_taken
+from memarch.optimizers.evaluators.base import Evaluator, EvaluatorFunction
+from memarch.optimizers.search.trial_function import TrialFunction, TrialFailed, distinct_taken
 from memarch.optimizers.search.study import fail_stale
 from memarch.optimizers.search.settings import SearchSettings
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import deprecated_attribute
 from memarch.pipeline.trial import TrialResult
 
 if TYPE_CHECKING:
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Metric", "Search", "StudyStopped", "TrialFailed"]
+__all__ = ["Search", "StudyStopped", "TrialFailed"]
 
 
 class SearchTracker(Protocol):
@@ -66,7 +65,7 @@ class Search:
         callbacks: more Optuna callbacks, called after each trial (a replay's `Snap`).
     """
 
-    def __init__(self, evaluator: Evaluator | Metric, space: "ParamSpace", settings: SearchSettings | None = None, *,
+    def __init__(self, evaluator: Evaluator | EvaluatorFunction, space: "ParamSpace", settings: SearchSettings | None = None, *,
                  data: Any = "search", tracker: SearchTracker | None = None,
                  on_trial: Callable[[int, Architecture, TrialResult], None] | None = None,
                  callbacks: list[Callable[..., None]] | None = None, **setting_changes: Any):
@@ -90,8 +89,6 @@ class Search:
     @property
     def pruner(self) -> str:
         return self.settings.pruner
-
-    objective = deprecated_attribute("objective", "trial_function", "Search")
 
     @property
     def invalid(self) -> list[tuple[int, str, str]]:

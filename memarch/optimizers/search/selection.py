@@ -10,7 +10,7 @@ from typing import Sequence
 
 from memarch.errors import MemarchError
 from memarch.optimizers.search.pareto import knee, non_dominated
-from memarch.optimizers.search.objectives import COSTS, QUALITY, TIE_BREAK, UNITS, cost_name
+from memarch.optimizers.search.objectives import COSTS, QUALITY, TIE_BREAK, UNITS
 
 _LIMIT = re.compile(r"^\s*([a-z_0-9]+)\s*<=\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*$")
 
@@ -56,7 +56,7 @@ def parse_selection(text: str | None, objectives: Sequence[str]) -> Selection:
                                "(e.g. --objectives quality,memory_words)")
         return Selection("knee")
     m = _LIMIT.match(text)
-    cost = cost_name(m.group(1)) if m is not None else None
+    cost = m.group(1) if m is not None else None
     if cost not in COSTS:
         raise MemarchError(f"--select {text!r}: expected quality, knee or COST<=N with COST one of "
                            f"{', '.join(COSTS)} (e.g. memory_words<=5000)")

@@ -11,7 +11,7 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 
 from memarch.errors import MemarchError
 from memarch.pipeline import sqlite_wal
-from memarch.optimizers.search.objectives import SINGLE, directions
+from memarch.optimizers.search.objectives import SINGLE, directions, saved_objectives
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def open_study(name: str, storage: optuna.storages.BaseStorage, sampler: optuna.
         raise MemarchError(f"study {name!r} was created for another space ({stored.get('family')}, "
                            f"{len(stored.get('retrievers', []))} retrievers); use a new --study-name")
     # a study from before objectives were stored optimised quality alone
-    had = list(study.user_attrs.get(OBJECTIVES_ATTR) or SINGLE)
+    had = list(saved_objectives(study.user_attrs.get(OBJECTIVES_ATTR) or SINGLE))
     if had != objectives:
         raise MemarchError(f"study {name!r} was created for --objectives {','.join(had)}, not "
                            f"{','.join(objectives)}; resume it with those or use a new --study-name")
@@ -110,7 +110,7 @@ def open_study(name: str, storage: optuna.storages.BaseStorage, sampler: optuna.
 
 def study_objectives(study: optuna.Study) -> tuple[str, ...]:
     """The objectives a memarch study was created for (quality alone for a study without the attr)."""
-    return tuple(study.user_attrs.get(OBJECTIVES_ATTR) or SINGLE)
+    return saved_objectives(study.user_attrs.get(OBJECTIVES_ATTR) or SINGLE)
 
 
 def fail_stale(study: optuna.Study) -> None:

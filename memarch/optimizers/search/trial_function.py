@@ -25,23 +25,19 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import optuna
 from optuna.trial import TrialState
 
-from memarch.optimizers.evaluators.base import Evaluator, as_evaluator
+from memarch.optimizers.evaluators.base import Evaluator, EvaluatorFunction, as_evaluator
 from memarch.optimizers.pruners import InstanceReporter
 from memarch.optimizers.search.history import ARCH_ATTR, FIDELITY_ATTR, REPEAT_ATTR, RESULT_ATTR, compact
 from memarch.optimizers.search.study import fail_stale
 from memarch.optimizers.search.objectives import SINGLE, values_of
 from memarch.optimizers.search.settings import SearchSettings
 from memarch.pipeline.architecture import Architecture
-from memarch.pipeline.deprecation import renamed_keywords
 from memarch.pipeline.trial import QueryOutcome, TrialResult
 
 if TYPE_CHECKING:
     from memarch.optimizers.search.param_space import ParamSpace
 
 logger = logging.getLogger(__name__)
-
-Metric = Callable[[Architecture, Any], TrialResult]  # a plain evaluator function (`as_evaluator` wraps it)
-
 
 class TrialFailed(Exception):
     """The metric reported a failed evaluation (the trial is marked FAIL, the study goes on)."""
@@ -62,12 +58,11 @@ def record_result(trial: optuna.Trial, arch: Architecture, result: TrialResult,
 
 
 def record_outcomes(trial: optuna.Trial, arch: Architecture, outcomes: Iterable[dict | QueryOutcome], *,
-                    score: float | None = None, **renamed: Any) -> float:
+                    score: float | None = None) -> float:
     """`record_result` for code without a `TrialResult`: ``outcomes`` are dicts with ``query_id``,
     ``score`` (0..1), and optionally ``success`` (default score >= 0.5), ``category`` and
     ``module`` (which of encode / manage / store / retrieve lost a failed query). The trial's
-    ``score`` defaults to the mean of the outcomes' (``objective=``: its name of earlier releases)."""
-    score = renamed_keywords(renamed, {"objective": "score"}, where="record_outcomes()").get("score", score)
+    ``score`` defaults to the mean of the outcomes'."""
     outs = []
     for o in outcomes:
         if isinstance(o, QueryOutcome):
@@ -119,7 +114,7 @@ class TrialFunction:
             pruned one too: its ``result.metadata["instances"]`` says how many dialogues it saw).
     """
 
-    def __init__(self, evaluator: Evaluator | Metric, space: "ParamSpace", settings: SearchSettings | None = None, *,
+    def __init__(self, evaluator: Evaluator | EvaluatorFunction, space: "ParamSpace", settings: SearchSettings | None = None, *,
                  data: Any = "search", on_result: Callable[[int, Architecture, TrialResult], None] | None = None,
                  **setting_changes: Any):
         self.settings = SearchSettings.of(settings, **setting_changes)

@@ -1,5 +1,5 @@
 """What an MLflow run of a study was measured on: readable run names, tags (benchmark, data hash,
-split sizes, memarch version and git commit, strategy, objective) and each benchmark split as an
+split sizes, memarch version and git commit, strategy, metric) and each benchmark split as an
 MLflow dataset input, so the UI's columns and comparisons say what a number is."""
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def run_tags(evaluator: Any, *, strategy: str | None = None, seed: Any = None) -
         tags["memarch.seed"] = str(seed)
     metric = metric_name(evaluator)
     if metric:
-        tags["memarch.objective"] = metric  # the tag's name in runs already logged
+        tags["memarch.objective"] = metric  # the metric: the tag's name in runs already logged
     bench = _benchmark(evaluator)
     if bench is None:
         return tags

@@ -1,5 +1,5 @@
 """MLflow tracking of a study: one parent run per study, one nested run per trial with params
-(encode, store, retrieve, manage), metrics (objective, per-category scores, cost, latency) and
+(encode, store, retrieve, manage), metrics (the study's objectives, per-category scores, cost, latency) and
 artifacts (architecture JSON, diagnosis + textual gradient, ledger; the curve PNG on the parent).
 Logged through `MlflowClient` directly: Optuna's MLflowCallback is deprecated and cannot nest."""
 from __future__ import annotations
@@ -93,10 +93,7 @@ class Tracker:
         dataset inputs (`run_context`)."""
         from memarch.optimizers.tracking.run_context import parent_run_name, run_tags, split_datasets
         from memarch.optimizers.search.study import study_objectives
-        from memarch.pipeline.deprecation import renamed_keywords
 
-        params = renamed_keywords(params, {"metric": "evaluator"}, where="Tracker.start()")
-        evaluator = params.pop("evaluator", evaluator)
         self.objectives = study_objectives(study)
         self.tags = run_tags(evaluator, strategy=params.get("strategy"), seed=params.get("seed"))
         inputs = split_datasets(evaluator) if evaluator is not None else []
@@ -178,7 +175,8 @@ class Tracker:
         params = {"encode": "+".join(arch.encode), "store": arch.store, "retrieve": arch.retrieve,
                   "manage": arch.manage, "role": attrs.get("role", "") or "-", "edit": attrs.get("edit", "") or "-",
                   "parent": attrs.get("parent", "") or "-",  # lineage: the architecture the edit was applied to
-                  "objective_name": result.metadata.get("metric", "") or "-"}
+                  "objective_name": result.metadata.get("metric", "") or "-"}  # the metric (its key in logged runs)
+        # "objective": the trial's quality, the study's first objective (the key runs were logged with)
         metrics = {"objective": result.score, "latency_s": result.cost.get("latency_s", result.cost.get("wall_s", 0.0))}
         from memarch.optimizers.search.objectives import value_of
 

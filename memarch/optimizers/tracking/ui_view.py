@@ -30,7 +30,7 @@ def column(kind: str, key: str) -> str:
 LEADING = (column("attributes", "Run Name"), "runDateAndNestInfo", "duration")
 PARAMS = ("encode", "store", "retrieve", "manage")
 # Trial costs first, then the parent run's summary; only keys some run has become columns.
-COSTS = ("cost_memory_words", "cost_memory_tokens", "cost_read_p95_ms", "cost_lm_tokens", "cost_wall_s")  # _tokens: runs of earlier releases
+COSTS = ("cost_memory_words", "cost_memory_tokens", "cost_read_p95_ms", "cost_lm_tokens", "cost_wall_s")  # memory_tokens: runs logged by earlier code
 SUMMARY = ("validation_score", "test_score")
 
 

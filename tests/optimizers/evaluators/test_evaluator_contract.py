@@ -10,9 +10,9 @@ import pytest
 
 from memarch.benchmarks.base import Benchmark
 from memarch.benchmarks.evaluation.settings import EvaluationSettings
-from memarch.optimizers.evaluators import (BenchmarkEvaluator, BenchmarkMetric, CachedEvaluator, CachedMetric,
-                                           CallableEvaluator, Evaluator, EvaluatorWrapper)
-from memarch.optimizers.landscapes.evaluator import LandscapeEvaluator, LandscapeMetric
+from memarch.optimizers.evaluators import (BenchmarkEvaluator, CachedEvaluator, CallableEvaluator, Evaluator,
+                                           EvaluatorWrapper)
+from memarch.optimizers.landscapes.evaluator import LandscapeEvaluator
 from memarch.optimizers.landscapes.table import architecture_of
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.evaluation_record import EvaluationRecord
@@ -33,17 +33,11 @@ def _all_subclasses(cls: type) -> set[type]:
 
 @pytest.fixture(scope="module")
 def evaluators(small_generated, small_landscape, hash_res):
-    """One instance of every evaluator class memarch defines (the deprecated names included)."""
-    import warnings
-
+    """One instance of every evaluator class memarch defines."""
     bench = BenchmarkEvaluator(small_generated, resources=hash_res, limit=6, context_budget=60)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        old = {BenchmarkMetric: BenchmarkMetric(small_generated, resources=hash_res, limit=6),
-               CachedMetric: CachedMetric(bench), LandscapeMetric: LandscapeMetric(small_landscape)}
     return {BenchmarkEvaluator: bench, CachedEvaluator: CachedEvaluator(bench), EvaluatorWrapper: EvaluatorWrapper(bench),
             CallableEvaluator: CallableEvaluator(lambda a, d: TrialResult(a, "toy", str(d), 0.25)),
-            LandscapeEvaluator: LandscapeEvaluator(small_landscape), **old}
+            LandscapeEvaluator: LandscapeEvaluator(small_landscape)}
 
 
 def test_every_evaluator_class_is_checked(evaluators):
@@ -52,7 +46,7 @@ def test_every_evaluator_class_is_checked(evaluators):
 
 
 @pytest.mark.parametrize("name", ["BenchmarkEvaluator", "CachedEvaluator", "EvaluatorWrapper", "CallableEvaluator",
-                                  "LandscapeEvaluator", "BenchmarkMetric", "CachedMetric", "LandscapeMetric"])
+                                  "LandscapeEvaluator"])
 def test_the_declared_members(evaluators, name):
     cls = next(c for c in evaluators if c.__name__ == name)
     ev = evaluators[cls]

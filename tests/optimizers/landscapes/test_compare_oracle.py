@@ -17,7 +17,7 @@ SMALL = ["--benchmark", "generated", "--knob", "conversations=2", "--knob", "ses
 
 
 def _report(keys, pick, points=None):
-    return SimpleNamespace(keys=list(keys), points=points or [[] for _ in keys],
+    return SimpleNamespace(evaluated=list(keys), points=points or [[] for _ in keys],
                            architecture=SimpleNamespace(key=lambda: pick))
 
 

@@ -1,6 +1,6 @@
 """The open-ended archive of ALMA: every evaluated architecture of a study, how often each was chosen
 as a parent (visits), and the parent distribution — softmax(T=0.5) over
-sigmoid(objective - no-memory objective) - 0.5 * log1p(visits). Everything lives in the study, so a
+sigmoid(score - no-memory score) - 0.5 * log1p(visits). Everything lives in the study, so a
 resumed study and several workers share one archive."""
 from __future__ import annotations
 
@@ -19,16 +19,16 @@ if TYPE_CHECKING:
 TEMPERATURE = 0.5
 VISIT_WEIGHT = 0.5
 ROUND_PREFIX = "archive_round:"  # study user attrs, one per round: the parents chosen and their children
-NO_MEMORY_ATTR = "no_memory_objective"  # study user attr: {"value": float, "source": str}
+NO_MEMORY_ATTR = "no_memory_objective"  # study user attr (its name in saved studies): {"value": float, "source": str}
 
 
-def parent_scores(objectives: Any, visits: Any, no_memory: float = 0.0) -> np.ndarray:
-    """ALMA's parent score: sigmoid(objective - no-memory objective) - 0.5 * log1p(visits)."""
-    gain = np.asarray(objectives, dtype=float) - float(no_memory)
+def parent_scores(scores: Any, visits: Any, no_memory: float = 0.0) -> np.ndarray:
+    """ALMA's parent score: sigmoid(score - no-memory score) - 0.5 * log1p(visits)."""
+    gain = np.asarray(scores, dtype=float) - float(no_memory)
     return 1.0 / (1.0 + np.exp(-gain)) - VISIT_WEIGHT * np.log1p(np.asarray(visits, dtype=float))
 
 
-def parent_probabilities(objectives: Any, visits: Any, no_memory: float = 0.0,
+def parent_probabilities(scores: Any, visits: Any, no_memory: float = 0.0,
                          temperature: float = TEMPERATURE) -> np.ndarray:
     """Softmax of `parent_scores` at ``temperature``: the chance one draw picks each archive member.
 
@@ -36,7 +36,7 @@ def parent_probabilities(objectives: Any, visits: Any, no_memory: float = 0.0,
 
         parent_probabilities([0.4, 0.2], visits=[3, 0])   # the unvisited one is likelier
     """
-    z = parent_scores(objectives, visits, no_memory) / float(temperature)
+    z = parent_scores(scores, visits, no_memory) / float(temperature)
     if z.size == 0:
         return z
     e = np.exp(z - z.max())
@@ -57,7 +57,7 @@ def sample_parents(rng: np.random.Generator, probabilities: np.ndarray, k: int) 
 
 @dataclass
 class Archive:
-    """The study's archive: evaluated architectures, their visits and the no-memory objective.
+    """The study's archive: evaluated architectures, their visits and the no-memory score.
 
     Example::
 
@@ -69,7 +69,7 @@ class Archive:
         records: every distinct evaluated architecture, in trial order.
         visits: architecture key -> times drawn as a parent and given a child (every round of every
             worker; a parent with nothing left to edit is not a visit).
-        no_memory: the objective the gains are measured from.
+        no_memory: the score the gains are measured from.
         no_memory_source: where that number came from (shown in the round artifacts).
     """
 
@@ -108,7 +108,7 @@ class Archive:
 
 
 def set_no_memory(study: "optuna.Study", value: float, source: str) -> None:
-    """Keep the no-memory objective with the study (set once: resume and other workers read it)."""
+    """Keep the no-memory score with the study (set once: resume and other workers read it)."""
     study.set_user_attr(NO_MEMORY_ATTR, {"value": float(value), "source": source})
 
 

@@ -39,7 +39,7 @@ class ArchiveSampler(GuidedSampler):
     """ALMA's archive search over whole architectures, for any memarch or plain Optuna study.
 
     Every evaluated architecture stays in the archive. A round draws ``k`` parents (repeats dropped)
-    with probability softmax(T=0.5) of sigmoid(objective - no-memory objective) - 0.5 * log1p(visits),
+    with probability softmax(T=0.5) of sigmoid(score - no-memory score) - 0.5 * log1p(visits),
     visits being how often an architecture was already drawn as a parent and given a child by any
     worker; each parent is diagnosed, its failures turned into a textual gradient (diagnoser LM with
     ``meta_lm``, else the rules) and edited once by the guided proposer (LM or attribution rules). The child trial
@@ -54,14 +54,14 @@ class ArchiveSampler(GuidedSampler):
 
         sampler = ArchiveSampler(space, k=3, seed=0, no_memory=0.0)
         study = optuna.create_study(direction="maximize", sampler=sampler)
-        study.optimize(objective, n_trials=30)   # objective stores results with record_result
+        study.optimize(trial_function, n_trials=30)   # it stores results with record_result
 
     Args:
         space: a `ParamSpace`, an `ArchitectureSpace` or a family name.
         k: parents per round (each gives at most one child).
         meta_lm: the diagnoser and proposer LM (None: the LM-free rules).
         seed: seed of the parent draws and of the default independent sampler.
-        no_memory: the no-memory objective on the search data — a number, or a callable returning a
+        no_memory: the no-memory score on the search data — a number, or a callable returning a
             number or a `TrialResult` (evaluated once, at the first round, then kept in the study).
             A study that already holds one (``no_memory_objective``) keeps it; without either, 0.
         temperature: softmax temperature (0.5 in ALMA).
@@ -118,7 +118,7 @@ class ArchiveSampler(GuidedSampler):
                                               k=1, taken=taken)
             self.dropped.extend(self.planner.proposer.dropped)
             decision = {"architecture": parent.architecture.key(), "trial": parent.number,
-                        "objective": parent.score, "visits": archive.visits.get(parent.architecture.key(), 0),
+                        "score": parent.score, "visits": archive.visits.get(parent.architecture.key(), 0),
                         "p": float(probs[i]), "diagnosis": diagnosis.to_dict(),
                         "gradient": gradient.model_dump(), "child": None}
             if not made:
@@ -149,7 +149,7 @@ class ArchiveSampler(GuidedSampler):
             "round": index, "strategy": ROLE, "after_trials": len(history),
             "no_memory": archive.no_memory, "no_memory_source": archive.no_memory_source,
             "temperature": self.temperature, "parents": decisions,
-            "archive": [{"architecture": r.architecture.key(), "objective": r.score, "visits": v, "p": float(q)}
+            "archive": [{"architecture": r.architecture.key(), "score": r.score, "visits": v, "p": float(q)}
                         for r, v, q in zip(archive.records, archive.visit_counts(), probs)],
             "gradient": decisions[0]["gradient"] if decisions else None,
             "proposals": [{"architecture": p.architecture.key(), "role": p.role, "edit": p.edit, "parent": p.parent,
@@ -161,7 +161,7 @@ class ArchiveSampler(GuidedSampler):
         self._parent_trial = {p.architecture.key(): n for p, n in proposals}
 
     def _ensure_no_memory(self, study: "Study") -> None:
-        """The no-memory objective, once per study: what the study holds, else ``no_memory``."""
+        """The no-memory score, once per study: what the study holds, else ``no_memory``."""
         if NO_MEMORY_ATTR in study.user_attrs or self.no_memory is None:
             return
         value, source = self.no_memory, "given"

@@ -16,7 +16,7 @@ FIELDS = ("encode", "store", "retrieve", "manage")
 class LedgerEntry:
     condition: str  # the parent architecture's key
     edit: str  # "retrieve: hybrid -> mmr" (full from/to values: the dead-end key)
-    evidence: dict = field(default_factory=dict)  # trial numbers, objectives, delta, p-value
+    evidence: dict = field(default_factory=dict)  # trial numbers, scores, delta, p-value
     status: str = PENDING  # active (significant win) / pending / refuted / inert (same outcomes)
 
 
@@ -46,7 +46,7 @@ class Ledger:
                 entries.append(_pruned_entry(r, parent))
                 continue
             if parent is None:
-                entries.append(LedgerEntry(r.parent, r.edit, {"trial": r.number, "objective": r.score}))
+                entries.append(LedgerEntry(r.parent, r.edit, {"trial": r.number, "score": r.score}))
                 continue
             delta = r.score - parent.score
             p = sign_test(r, parent, history)
@@ -60,8 +60,8 @@ class Ledger:
             else:
                 status = REFUTED
             entries.append(LedgerEntry(r.parent, r.edit, {
-                "trial": r.number, "parent_trial": parent.number, "objective": round(r.score, 4),
-                "parent_objective": round(parent.score, 4), "delta": round(delta, 4),
+                "trial": r.number, "parent_trial": parent.number, "score": round(r.score, 4),
+                "parent_score": round(parent.score, 4), "delta": round(delta, 4),
                 "p_value": None if p is None else round(p, 4)}, status))
         return cls(entries)
 
@@ -127,6 +127,6 @@ def _pruned_entry(child, parent) -> LedgerEntry:
     shared = [q for q in mine if q in theirs]
     delta = (sum(mine[q] - theirs[q] for q in shared) / len(shared)) if shared else 0.0
     return LedgerEntry(child.parent, child.edit, {
-        "trial": child.number, "parent_trial": parent.number, "objective": round(child.score, 4),
-        "parent_objective": round(parent.score, 4), "delta": round(delta, 4), "p_value": None,
+        "trial": child.number, "parent_trial": parent.number, "score": round(child.score, 4),
+        "parent_score": round(parent.score, 4), "delta": round(delta, 4), "p_value": None,
         "partial": round(child.fidelity, 4), "shared_questions": len(shared)}, REFUTED if delta <= 0 else PENDING)

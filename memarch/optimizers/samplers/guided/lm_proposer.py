@@ -40,7 +40,7 @@ class LMProposer(dspy.Module, Proposer):
         menus = {"encode": ctx.space.encoders, "store": ctx.space.stores,
                  "retrieve": ctx.space.retrievers, "manage": ctx.space.managers}
         rows = sorted(ctx.history.records, key=lambda r: -r.score)[:20]
-        history = "\n".join(f"{r.architecture.key()}  objective={r.score:.4f} cost={r.cost:.0f}" for r in rows)
+        history = "\n".join(f"{r.architecture.key()}  score={r.score:.4f} cost={r.cost:.0f}" for r in rows)
         with dspy.context(lm=self.lm, adapter=dspy.JSONAdapter()):
             pred = self.predict(menus=menus, rules=list(RULES.values()) + ([note] if note else []),
                                 champion=ctx.leader.architecture.key(), gradient=ctx.gradient,

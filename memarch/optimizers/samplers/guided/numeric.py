@@ -129,7 +129,7 @@ def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
 def stem_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
     """``retrieve.stem 0 -> 1`` (BM25 over Snowball stems) when at least `MIN_SHARE` of the
     retrieve failures had a question word that matches the gold item only in another form ("paintings"
-    against "painted": a BM25 over tokens scores nothing for it). Reads ``gold_stem_only`` of the
+    against "painted": a BM25 over plain terms scores nothing for it). Reads ``gold_stem_only`` of the
     deeper read (`gold_rank`); None when the leader's retriever has no ``stem`` knob or stems already."""
     arch = result.architecture
     if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.stem", 0):

@@ -48,19 +48,19 @@ class Observations:
             obs.add(r.architecture, r.score)
         return obs
 
-    def add(self, arch: Architecture, objective: float) -> None:
+    def add(self, arch: Architecture, score: float) -> None:
         self.n += 1
-        self.total += objective
+        self.total += score
         keys = [("encode", e) for e in arch.encode] + [(f, getattr(arch, f)) for f in FIELDS[1:]]
         for key in keys:
             s = self.stats[key]
             s.n += 1
-            s.total += objective
-            s.best = max(s.best, objective)
+            s.total += score
+            s.best = max(s.best, score)
         for name in set(self.encoders) - set(arch.encode):
             s = self.absent[name]
             s.n += 1
-            s.total += objective
+            s.total += score
 
     @property
     def mean(self) -> float:
@@ -70,7 +70,7 @@ class Observations:
         return self.stats[(field, choice)].n if (field, choice) in self.stats else 0
 
     def support(self, field: str, choice: str) -> float:
-        """Shrunken mean objective of trials with this choice; untried choices get the overall mean
+        """Shrunken mean score of trials with this choice; untried choices get the overall mean
         plus a small optimism bonus so that they are tried before known-mediocre ones."""
         s = self.stats.get((field, choice))
         if s is None or s.n == 0:

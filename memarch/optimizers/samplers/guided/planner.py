@@ -104,7 +104,7 @@ class RoundPlanner:
                       "leader": leader.architecture.key(), "inert_modules": sorted(inert),
                       "observations": obs.to_dict(),
                       "objectives": list(objectives),
-                      "pareto_front": [{"architecture": r.architecture.key(), "objective": r.score,
+                      "pareto_front": [{"architecture": r.architecture.key(), "score": r.score,
                                         "cost": r.cost, "values": list(values_of(r.result, objectives))}
                                        for r in front],
                       "proposals": [{"architecture": p.architecture.key(), "role": p.role, "edit": p.edit}

@@ -34,7 +34,7 @@ class AttributionProposer(Proposer):
     def propose(self, ctx: ProposalContext, k: int, taken: set[str] | None = None) -> list[Proposal]:
         taken = set(taken or ())
         out: list[Proposal] = []
-        # Edits start from the leader (best search score): the search objective is measured, not
+        # Edits start from the leader (best search score): the search score is measured, not
         # sampled, and the champion's sign-test guard only decides what is kept (the finalists).
         leader = ctx.leader.architecture
         inert = ctx.ledger.inert_fields()

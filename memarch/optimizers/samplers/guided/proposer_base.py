@@ -26,7 +26,7 @@ class ProposalContext:
     space: ArchitectureSpace
     history: History
     champion: TrialRecord
-    leader: TrialRecord  # best raw objective (may not have beaten the champion significantly)
+    leader: TrialRecord  # best raw score (may not have beaten the champion significantly)
     diagnosis: Diagnosis
     gradient: TextualGradient
     observations: Observations
@@ -51,7 +51,7 @@ class ProposalContext:
 
     def matters(self, field: str) -> bool:
         """Evidence that a module changes outcomes: failures the diagnosis attributes to it, an edit of
-        it that moved an outcome, or (encoders) a presence that moves the mean objective."""
+        it that moved an outcome, or (encoders) a presence that moves the mean score."""
         if self.diagnosis.histogram.get(field, 0) > 0 or field in self.ledger.moved_fields():
             return True
         if field == "encode":

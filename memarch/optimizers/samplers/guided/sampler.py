@@ -1,5 +1,5 @@
 """`GuidedSampler`: AutoMem's guided search as an Optuna sampler. ``sample_relative`` proposes a
-whole architecture from the study's trials and what their objectives recorded (per-query outcomes,
+whole architecture from the study's trials and what their trial function recorded (per-query outcomes,
 failure attribution); with nothing to go on it defers to an independent sampler."""
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def check_direction(study: "Study", sampler: str = "GuidedSampler") -> None:
 class GuidedSampler(MemarchSampler):
     """Diagnosis-guided proposals of whole architectures (AutoMem) for any Optuna study.
 
-    Each round reads the study's completed trials — the objective stores each trial's per-query
+    Each round reads the study's completed trials — the trial function stores each trial's per-query
     outcomes with `memarch.record_result` — picks the champion (paired sign test), diagnoses which
     module lost its failed queries, turns that into a textual gradient and proposes ``k``
     coordinate edits; the next ``k`` trials take them one by one. It never proposes an architecture
@@ -54,7 +54,7 @@ class GuidedSampler(MemarchSampler):
     architectures (complete or stopped by a pruner, at least one complete), and whenever a round has nothing left to propose, trials come from
     ``independent_sampler`` (random by default), so the study always makes progress. A higher
     objective is better: a minimising single-objective study is refused (`MemarchError`); completed
-    trials whose objective recorded no outcomes are counted (``unrecorded_trials``) and warned about
+    trials whose trial function recorded no outcomes are counted (``unrecorded_trials``) and warned about
     once, rather than the search silently behaving as its independent sampler.
 
     Example::
@@ -63,13 +63,13 @@ class GuidedSampler(MemarchSampler):
         from memarch import GuidedSampler, ParamSpace, record_result
 
         space = ParamSpace.for_family("conversation")
-        def objective(trial):
+        def trial_function(trial):
             arch = space.suggest(trial)
             if not space.is_valid(arch):
                 raise optuna.TrialPruned()
-            return record_result(trial, arch, my_metric(arch, "search"))
+            return record_result(trial, arch, my_evaluator(arch, "search"))
         study = optuna.create_study(direction="maximize", sampler=GuidedSampler(space, seed=0))
-        study.optimize(objective, n_trials=20)
+        study.optimize(trial_function, n_trials=20)
 
     Args:
         space: a `ParamSpace`, an `ArchitectureSpace` or a family name.
@@ -167,15 +167,15 @@ class GuidedSampler(MemarchSampler):
         self._queue = list(proposals)
 
     def _check_recorded(self, study: "Study", history: History) -> None:
-        """Completed trials the history cannot read (the objective returned a number without
+        """Completed trials the history cannot read (the trial function returned a number without
         `record_result` / `record_outcomes`): counted, and warned about once per sampler — without
         outcomes there is nothing to diagnose and the trials come from the independent sampler."""
         complete = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
         self.unrecorded_trials = max(0, complete - len(history) - history.repeats)
         if self.unrecorded_trials and not self._warned_unrecorded:
             self._warned_unrecorded = True
-            logger.warning("%s: %d completed trial(s) of study %s carry no recorded outcomes (the objective "
-                           "returned a value without memarch.record_result or record_outcomes); without them "
+            logger.warning("%s: %d completed trial(s) of study %s carry no recorded outcomes (the trial "
+                           "function returned a value without memarch.record_result or record_outcomes); without them "
                            "there is nothing to diagnose and those trials are invisible to the guided search, "
                            "which draws from %s meanwhile", type(self).__name__, self.unrecorded_trials,
                            study.study_name, type(self._independent).__name__)

@@ -134,8 +134,8 @@ def test_archive_and_visits_persist_across_resume(space, tmp_path):
 @pytest.mark.parametrize("failed", [False, True])
 def test_a_no_memory_result_is_read_without_its_deprecated_name(space, failed):
     """The no-memory callable may return a `TrialResult`: its score is kept (a failed one counts as
-    a fallback, gains from 0) without touching the deprecated ``TrialResult.objective``, whose
-    warning used to fire on every such study."""
+    a fallback, gains from 0), read by its type: a probe for ``objective`` (a name of earlier code)
+    used to fire that name's deprecation warning on every such study."""
     def no_memory():
         result = SyntheticMetric(n_queries=30)(None, "search")
         result.failed = failed

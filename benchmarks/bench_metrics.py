@@ -1,9 +1,9 @@
-"""How much the bag-of-tokens `answer_recall` flatters memory next to the strict `answer_span`:
+"""How much the bag-of-words `answer_recall` flatters memory next to the strict `answer_span`:
 per benchmark, preset and category, the share of queries where bag recall >= 0.5 (a success
 under the bag) but the span is 0, the reverse (span >= 0.5, bag < 0.5), both means and success
 rates; plus the cost of one `answer_span` call on real LoCoMo contexts.
 
-    .venv/bin/python benchmarks/bench_objectives.py --data ../shared/data
+    .venv/bin/python benchmarks/bench_metrics.py --data ../shared/data
 
 Benchmarks: LoCoMo (all 10 conversations), bAbI (test part, first --babi-stories stories of each of
 the 20 tasks), generated (default knobs); split "all", answerable questions only (no reader).

@@ -1,11 +1,11 @@
-"""The content-token rule (`memarch.modules.managers._content`): which words make a fact that fact,
+"""The content-word rule (`memarch.modules.managers._content`): which words make a fact that fact,
 and when one near-duplicate may absorb another."""
 from __future__ import annotations
 
 import pytest
 
 from memarch.modules.managers import _content
-from memarch.modules.managers._content import content_tokens, may_absorb, missing_content, same_content
+from memarch.modules.managers._content import content_words, may_absorb, missing_content, same_content
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -21,8 +21,8 @@ from memarch.modules.managers._content import content_tokens, may_absorb, missin
     ("May I come? It's fine, We can go.", {"we"}),
     ("open the fridge before taking the apple", set()),
 ])
-def test_content_tokens(text, expected):
-    assert content_tokens(text) == expected
+def test_content_words(text, expected):
+    assert content_words(text) == expected
 
 
 @pytest.mark.parametrize("a, b", [
@@ -63,5 +63,5 @@ def test_the_switch_is_for_the_benchmark_only(monkeypatch):
 
 
 def test_negations_and_interjections_at_a_sentence_start_are_no_names():
-    assert content_tokens("Don't worry. Wow. Sure thing! Let's go. Can't wait") == set()
-    assert content_tokens("we met Will. Wow, Caroline came") == {"will", "caroline"}
+    assert content_words("Don't worry. Wow. Sure thing! Let's go. Can't wait") == set()
+    assert content_words("we met Will. Wow, Caroline came") == {"will", "caroline"}
