@@ -63,7 +63,7 @@ def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def embed_ahead(embedder, texts: Iterable[str], *, workers: int | None = None, min_texts: int = MIN_TEXTS,
+def embed_ahead(embedder, texts: Iterable[str], *, workers: int | None = None, min_texts: int | None = None,
                 on_progress: Callable[[int, int, float], None] | None = None) -> AheadReport:
     """Embed the ``texts`` the embedder's disk cache lacks, before the run needs them.
 
@@ -72,6 +72,7 @@ def embed_ahead(embedder, texts: Iterable[str], *, workers: int | None = None, m
     share of the work done)`` is called about every 10 s while the workers run (texts are embedded
     shortest first, so the share weighs each text by its length, up to what the model reads).
     """
+    min_texts = MIN_TEXTS if min_texts is None else min_texts
     distinct = list(dict.fromkeys(t for t in texts if t))
     report = AheadReport(requested=len(distinct))
     cache = getattr(embedder, "cache", None)
