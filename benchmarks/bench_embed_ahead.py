@@ -29,7 +29,7 @@ def sample_texts(data: str, n: int, seed: int) -> list[str]:
     from memarch.benchmarks.longmemeval import resolve_path
     from memarch.pipeline.json_list import read_json_list
 
-    texts = sorted({t["content"] for inst in read_json_list(resolve_path(data, "s"))
+    texts = sorted({t["content"] for inst in read_json_list(resolve_path(data, "s")[0])
                     for s in inst["haystack_sessions"] for t in s})
     return random.Random(seed).sample(texts, min(n, len(texts)))
 
