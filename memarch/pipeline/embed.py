@@ -183,6 +183,12 @@ class Embedder:
             self._dim = int(getter())
         return self._dim
 
+    @property
+    def max_tokens(self) -> int:
+        """How many tokens of a text the model reads (the rest is cut): 128 for the short model, 256
+        for MiniLM in every runtime; what `embed_ahead` weighs its progress by."""
+        return SHORT_TOKENS if self.model == SHORT_MODEL else 256
+
     def key(self, text: str) -> str:
         """The persistent cache's key of ``text``'s vector (model and text, hashed)."""
         return hashlib.sha256(f"{self.model_id}\x1f{text}".encode("utf-8")).hexdigest()

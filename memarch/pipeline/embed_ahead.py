@@ -27,10 +27,13 @@ log = logging.getLogger(__name__)
 # costs more than it saves.
 MIN_TEXTS = 256
 PROGRESS_EVERY_S = 10.0
-# A text's share of the work, for progress: its characters up to about what MiniLM reads (256 tokens),
-# plus a fixed cost per text.
-WORK_CHARS = 1200
-BATCH_OVERHEAD_CHARS = 40
+# A text's share of the work, for progress: its characters up to about what the model reads (~4.7
+# characters a token: 256 tokens, or 128 for the short model), plus a fixed cost per text. Fitted to
+# bench_embed_ahead.py's two floors (17 ms a 256-token text, 10 ms at 128: ~3 ms fixed, the rest per
+# token), so a fixed cost of ~300 characters; the previous 40 made the ETA of a shortest-first run
+# several times too long at its start.
+CHARS_PER_TOKEN = 4.7
+TEXT_OVERHEAD_CHARS = 300
 
 
 @dataclass
@@ -94,7 +97,8 @@ def embed_ahead(embedder, texts: Iterable[str], *, workers: int | None = None, m
     report.workers = len(jobs)
     log.info("embedding %d texts ahead in %d process(es)", len(todo), len(jobs))
     todo_keys = [keys[t] for t in todo]
-    weight = {keys[t]: min(len(t), WORK_CHARS) + BATCH_OVERHEAD_CHARS for t in todo}
+    read_chars = int(CHARS_PER_TOKEN * embedder.max_tokens)
+    weight = {keys[t]: min(len(t), read_chars) + TEXT_OVERHEAD_CHARS for t in todo}
     total_weight = sum(weight.values())
     next_tick = PROGRESS_EVERY_S
     while any(j.process.poll() is None for j in jobs):
