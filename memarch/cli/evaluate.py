@@ -152,10 +152,29 @@ def _print(result) -> None:
                  f"(duplicate {c['duplicate_writes']:g}), searches {c['searches']:g} (empty {c['empty_searches']:g})"
                  if "memory_actions_per_step" in c else "")
         print(f"  agent: stuck moves {c['stuck_moves']:g}, back-and-forth moves {c['back_and_forth_moves']:g}{notes}")
+    if "embed_ahead_s" in c:
+        print(f"  embedded ahead: {c['embed_ahead_computed']:g} texts in {c['embed_ahead_s']:.1f} s on other processes"
+              + (f"; {c['embed_ahead_missing']:g} left to the run (a worker failed)" if c['embed_ahead_missing'] else ""))
     print(f"  memory items: {c.get('memory_items', 0):g}, words: {c.get('memory_words', 0):g} (largest namespace "
           f"{c.get('memory_words_max_ns', 0):g}); time: {c['wall_s']:.2f} s (write {c.get('write_s', 0):.2f} s, "
           f"read {c.get('read_s', 0):.2f} s; per read p50 {c.get('read_p50_ms', 0):.1f} ms, "
           f"p95 {c.get('read_p95_ms', 0):.1f} ms)")
+
+
+def _embed_progress():
+    """A progress line on stderr about every minute while texts are embedded ahead of the run."""
+    import time
+
+    start, last = time.monotonic(), [0.0]
+
+    def report(done: int, total: int, share: float) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 60 and share > 0:
+            last[0] = now
+            left = (now - start) * (1 - share) / share
+            sys.stderr.write(f"memarch: embedding ahead: {done:,} / {total:,} texts, ~{left / 60:.0f} min left\n")
+
+    return report
 
 
 def _print_retrieval(result, metrics, unit: str) -> None:
@@ -232,7 +251,7 @@ def run(args) -> int:
 
         resources = Resources(embedder=embedder)
         result = evaluate(saved.build(resources) if saved else arch, bench, split=args.split, resources=resources,
-                          settings=settings, limit=args.limit)
+                          settings=settings, limit=args.limit, on_embed_progress=_embed_progress())
     else:
         try:
             from memarch.lm.arguments import roles_from_args
@@ -252,7 +271,8 @@ def run(args) -> int:
                 apply_prompt(reader.answer, program.reader_prompts["answer"])  # the prompt it was scored with
             judge = AnswerJudge(resources) if args.judge or metric == "judge" else None
             result = evaluate(program or arch, bench, split=args.split, resources=resources, limit=args.limit,
-                              settings=settings.replace(reader=reader, metric=metric or "qa_f1", judge=judge))
+                              settings=settings.replace(reader=reader, metric=metric or "qa_f1", judge=judge),
+                              on_embed_progress=_embed_progress())
     _print(result)
     if memory_budget:
         print(f"  {memory_budget.describe()}")

@@ -79,6 +79,17 @@ class DiskCache:
         self.misses += len(keys) - len(out)
         return out
 
+    def present(self, keys: Iterable[str]) -> set[str]:
+        """The ``keys`` the cache holds (their values are not read)."""
+        keys = list(dict.fromkeys(keys))
+        out: set[str] = set()
+        conn = self._conn()
+        for i in range(0, len(keys), 900):
+            chunk = keys[i:i + 900]
+            out.update(k for (k,) in conn.execute(
+                f"SELECT k FROM {self.table} WHERE k IN ({','.join('?' * len(chunk))})", chunk))
+        return out
+
     def set(self, key: str, value: bytes) -> None:
         self.set_many({key: value})
 

@@ -43,9 +43,10 @@ class Prefetch:
 
     @classmethod
     def start(cls, job: dict, *, module: str = __name__, cache_dir: str | os.PathLike | None = None,
-              threads: int = 1) -> "Prefetch | None":
+              threads: int = 1, nice: int = 5) -> "Prefetch | None":
         """Run ``job`` (``{"model", "texts"}``, or what ``module`` reads) in a new low-priority
-        process with ``threads`` torch threads; None for a fast embedder or no text."""
+        process with ``threads`` torch threads (``nice``: its niceness increment; a prefetch beside
+        a run yields to it, `embed_ahead`'s workers are the run); None for a fast embedder or no text."""
         if job["model"] in FAST or ("texts" in job and not job["texts"]):
             return None
         fd, name = tempfile.mkstemp(prefix="memarch-prefetch-", suffix=".json")
@@ -56,7 +57,7 @@ class Prefetch:
         if cache_dir is not None:
             env["MEMARCH_CACHE_DIR"] = str(cache_dir)
         process = subprocess.Popen([sys.executable, "-m", module, name], env=env, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(5))
+                                   stderr=subprocess.PIPE, text=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
         logger.info("prefetching embeddings (%s) in process %d", job["model"], process.pid)
         return cls(process, Path(name))
 

@@ -28,6 +28,7 @@ OnInstance = Callable[[int, int, list[float]], bool]
 def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None, benchmark: Benchmark | str, *,
              split: str = "search", settings: EvaluationSettings | None = None, resources: Resources | None = None,
              limit: int | None = None, accounting: Any = None, on_instance: OnInstance | None = None,
+             on_embed_progress: Callable[[int, int, float], None] | None = None,
              **setting_changes: Any) -> TrialResult:
     """Evaluate one architecture on one split of a benchmark.
 
@@ -56,6 +57,10 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             evaluation there: the result holds the outcomes so far and ``metadata["instances"]``
             says how many dialogues it saw (a pruned trial). Given for another benchmark (agent
             tasks, scored as one), it raises `MemarchError`.
+        on_embed_progress: called with (texts embedded, texts to embed, share of the work done)
+            about every 10 s while the texts the run will embed are embedded ahead of it
+            (`memarch.pipeline.embed_ahead`: an evaluation without ``on_instance`` whose texts the
+            embedding cache lacks; the result's ``cost["embed_ahead_s"]`` says how long it took).
     """
     settings = EvaluationSettings.of(settings, **setting_changes)
     # A bad metric name is the caller's error, not a failed trial. None stays None until the
@@ -67,6 +72,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
         check_on_instance(benchmark, on_instance)
     resources = resources or Resources()
     trial = _Trial(architecture_or_program, benchmark, split, resources, settings, accounting)
+    trial.on_progress = on_embed_progress
     try:
         result = trial.run(limit, on_instance)
     except Exception as exc:  # a trial fails, not the study
@@ -99,6 +105,8 @@ class _Trial:
         self.lm_users = [("reader", self.settings.reader), ("judge", self.settings.judge)]
         self.program: MemoryProgram | None = None
         self.counted: Any = None
+        self.ahead: Any = None  # what `embed_ahead` did before the stream (an `AheadReport`)
+        self.on_progress: Callable[[int, int, float], None] | None = None
 
     def run(self, limit: int | None, on_instance: OnInstance | None) -> TrialResult:
         """Build the program, run the benchmark's protocol on the split, add the memory's costs."""
@@ -113,6 +121,8 @@ class _Trial:
         self.counted = read_counters(program, self.lm_users)  # a program passed in may have counted before
         if view.metric is not None and named is not None:
             log.warning("metric %s ignored: %s is always scored by its %s", named, self.bench_name, view.metric)
+        if program is not None and on_instance is None:  # a pruned trial may stop early: it embeds as it goes
+            self.ahead = _embed_ahead(program, view, self.on_progress)
         result = protocol_of(view).run(program, view, self.settings, on_instance=on_instance)
         result.architecture = self.arch
         result.split = self.split
@@ -144,6 +154,9 @@ class _Trial:
         if self.acct is not None:
             result.cost.update(self.acct.delta(self.before).to_metrics())
         result.cost["lm_tokens"] = lm_tokens(result.cost)
+        if self.ahead is not None and self.ahead.workers:  # texts embedded before the stream, by other processes
+            result.cost.update(embed_ahead_s=round(self.ahead.seconds, 4), embed_ahead_computed=float(self.ahead.computed),
+                               embed_ahead_missing=float(self.ahead.missing))
         result.metadata.setdefault("context_budget", self.settings.context_budget)
         result.metadata.setdefault("top_k", self.settings.read_top_k)
         return result
@@ -175,3 +188,21 @@ def _add_fallbacks(result: TrialResult, requests: dict[str, int], fallbacks: dic
     for role, n in requests.items():
         result.lm_requests[role] = result.lm_requests.get(role, 0) + n
         result.fallbacks[role] = result.fallbacks.get(role, 0) + fallbacks.get(role, 0)
+
+
+def _embed_ahead(program: MemoryProgram, view: Benchmark, on_progress: Callable[[int, int, float], None] | None) -> Any:
+    """Every text the run will embed that the cache lacks, embedded first on every core (none when
+    the program embeds nothing, or its embedder is fast or has no disk cache)."""
+    from memarch.pipeline.embed_ahead import embed_ahead
+    from memarch.pipeline.prefetch import FAST
+    from memarch.pipeline.registry import REGISTRY
+
+    arch = program.architecture
+    embeds = any(REGISTRY.get(role, name).needs_embeddings for role, name in
+                 (("store", arch.store), ("retriever", arch.retrieve), ("manager", arch.manage)))
+    embedder = program.resources.embedder
+    if not embeds or embedder.model in FAST or embedder.cache is None:
+        return None
+    from memarch.benchmarks.evaluation.texts_ahead import program_texts
+
+    return embed_ahead(embedder, program_texts(program, view), on_progress=on_progress)

@@ -1,0 +1,117 @@
+"""Embeddings ahead of a run, in the foreground, on every core: the texts a run will embed that the
+embedder's disk cache lacks, sorted by length (little padding), dealt to one worker process per core
+(one torch thread each), written to the shared cache; the run then finds every vector there.
+
+Why processes, not threads: MiniLM's forward pass on a batch of 32 long texts does not keep two
+intra-op threads busy; two single-thread processes embed 1.3-1.4x more texts a second on this
+2-core machine (benchmarks/bench_embed_ahead.py). On a GPU (torch sees CUDA) one worker runs there.
+
+Example::
+
+    report = embed_ahead(resources.embedder, texts)   # returns once every text is in the cache
+    report.computed, report.seconds, report.workers
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from memarch.pipeline.prefetch import FAST, Prefetch
+
+log = logging.getLogger(__name__)
+
+# Below this many missing texts the run embeds them itself: a worker's start (its model load, ~3 s)
+# costs more than it saves.
+MIN_TEXTS = 256
+PROGRESS_EVERY_S = 10.0
+# A text's share of the work, for progress: its characters up to about what the model reads (~4.7
+# characters a token: 256 tokens, or 128 for the short model), plus a fixed cost per text. Fitted to
+# bench_embed_ahead.py's two floors (17 ms a 256-token text, 10 ms at 128: ~3 ms fixed, the rest per
+# token), so a fixed cost of ~300 characters; the previous 40 made the ETA of a shortest-first run
+# several times too long at its start.
+CHARS_PER_TOKEN = 4.7
+TEXT_OVERHEAD_CHARS = 300
+
+
+@dataclass
+class AheadReport:
+    """What `embed_ahead` did: texts asked for (distinct), found in the cache, embedded by the
+    workers, and what is still missing afterwards (a worker that failed: the run embeds them)."""
+
+    requested: int = 0
+    cached: int = 0
+    computed: int = 0
+    missing: int = 0
+    workers: int = 0
+    seconds: float = 0.0
+    failed_workers: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.computed / self.seconds if self.seconds > 0 else 0.0
+
+
+def default_workers() -> int:
+    """One worker per core, or one on a GPU."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return 1
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+    return max(1, os.cpu_count() or 1)
+
+
+def embed_ahead(embedder, texts: Iterable[str], *, workers: int | None = None, min_texts: int | None = None,
+                on_progress: Callable[[int, int, float], None] | None = None) -> AheadReport:
+    """Embed the ``texts`` the embedder's disk cache lacks, before the run needs them.
+
+    Nothing happens (an empty report) for a fast embedder (hash, the static table), an embedder
+    without a disk cache, or fewer than ``min_texts`` missing texts. ``on_progress(done, total,
+    share of the work done)`` is called about every 10 s while the workers run (texts are embedded
+    shortest first, so the share weighs each text by its length, up to what the model reads).
+    """
+    min_texts = MIN_TEXTS if min_texts is None else min_texts
+    distinct = list(dict.fromkeys(t for t in texts if t))
+    report = AheadReport(requested=len(distinct))
+    cache = getattr(embedder, "cache", None)
+    if embedder.model in FAST or cache is None or not hasattr(cache, "present"):
+        return report
+    keys = {t: embedder.key(t) for t in distinct}
+    present = cache.present(keys.values())
+    todo = [t for t in distinct if keys[t] not in present]
+    report.cached = len(distinct) - len(todo)
+    if len(todo) < min_texts:
+        report.missing = len(todo)
+        return report
+    todo.sort(key=len)
+    n = max(1, min(workers or default_workers(), len(todo) // min_texts or 1))
+    started = time.perf_counter()
+    jobs = [Prefetch.start({"model": embedder.model, "texts": todo[i::n]}, cache_dir=cache.path.parent, threads=1,
+                           nice=0) for i in range(n)]
+    jobs = [j for j in jobs if j is not None]
+    report.workers = len(jobs)
+    log.info("embedding %d texts ahead in %d process(es)", len(todo), len(jobs))
+    todo_keys = [keys[t] for t in todo]
+    read_chars = int(CHARS_PER_TOKEN * embedder.max_tokens)
+    weight = {keys[t]: min(len(t), read_chars) + TEXT_OVERHEAD_CHARS for t in todo}
+    total_weight = sum(weight.values())
+    next_tick = PROGRESS_EVERY_S
+    while any(j.process.poll() is None for j in jobs):
+        time.sleep(0.5)
+        if on_progress is not None and time.perf_counter() - started >= next_tick:
+            next_tick += PROGRESS_EVERY_S
+            done = cache.present(todo_keys)
+            on_progress(len(done), len(todo), sum(weight[k] for k in done) / total_weight)
+    report.failed_workers = sum(1 for j in jobs if j.wait() != 0)
+    report.seconds = time.perf_counter() - started
+    report.missing = len(todo) - len(cache.present(todo_keys))
+    report.computed = len(todo) - report.missing
+    if report.missing:
+        log.warning("embedding ahead: %d of %d texts not embedded (%d worker(s) failed); the run embeds them",
+                    report.missing, len(todo), report.failed_workers)
+    return report

@@ -1,0 +1,108 @@
+"""Embeddings ahead of a run, in the foreground on every core: what the cache lacks is embedded by
+worker processes, the run then computes nothing, the vectors are the ones it would have computed,
+a failed worker is counted (the run embeds what is left), and nothing starts for a fast embedder,
+a program that embeds nothing or a pruned trial."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memarch.benchmarks import get_benchmark
+from memarch.benchmarks.evaluation.evaluate import evaluate
+from memarch.benchmarks.evaluation.texts_ahead import program_texts
+from memarch.pipeline import embed_ahead as ahead_module
+from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.cache import DiskCache
+from memarch.pipeline.embed import Embedder
+from memarch.pipeline.embed_ahead import embed_ahead
+from memarch.pipeline.program import MemoryProgram
+from memarch.pipeline.resources import Resources
+
+TOLERANCE = 1e-5  # another batch's float rounding (tests/pipeline/test_prefetch.py)
+ARCH = Architecture(("turn", "event"), "vector", "hybrid", "lightweight")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return get_benchmark("generated", conversations=1, sessions=2)
+
+
+def test_present_names_the_keys_a_cache_holds_without_reading_them(tmp_path):
+    cache = DiskCache(tmp_path / "c.sqlite", table="emb")
+    cache.set_many({"a": b"1", "b": b"2"})
+    assert cache.present(["a", "c", "b", "a"]) == {"a", "b"}
+    assert cache.present([]) == set()
+
+
+def test_a_fast_embedder_or_one_without_a_disk_cache_starts_nothing(tmp_path):
+    texts = [f"text {i}" for i in range(600)]
+    assert embed_ahead(Embedder("hash", cache_dir=tmp_path), texts).workers == 0
+    report = embed_ahead(Embedder("all-MiniLM-L6-v2", use_cache=False), texts)
+    assert report.workers == 0 and report.computed == 0 and report.requested == 600
+
+
+def test_below_the_threshold_the_run_embeds_them_itself(tmp_path):
+    report = embed_ahead(Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path), ["a", "b", "a", ""], min_texts=3)
+    assert (report.requested, report.workers, report.missing) == (2, 0, 2)
+
+
+def test_program_texts_are_what_the_write_embeds(tiny):
+    view = tiny.split("search")
+    program = MemoryProgram(ARCH, resources=Resources(embedder=Embedder("hash", use_cache=False)))
+    texts = set(program_texts(program, view))
+    assert {q.text for d in view.dialogues for q in d.questions} <= texts
+    program.write_many([s for d in view.dialogues for s in d.sessions])
+    stored = {it.text for ns in program.store.namespaces() for it in program.store.list(ns)}
+    assert stored and stored <= texts
+
+
+@pytest.mark.integration
+def test_the_workers_fill_the_cache_with_the_vectors_the_run_would_compute(tiny, tmp_path):
+    texts = sorted({t.text for d in tiny.dialogues for s in d.sessions for t in s.turns})[:120]
+    progress = []
+    report = embed_ahead(Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path), texts, workers=2, min_texts=1,
+                         on_progress=lambda *a: progress.append(a))
+    assert (report.workers, report.computed, report.missing, report.failed_workers) == (2, len(texts), 0, 0)
+    warm = Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path)
+    got = warm.embed(texts)
+    assert warm.computed == 0  # every vector came from the cache
+    direct = Embedder("all-MiniLM-L6-v2", use_cache=False).embed(texts)
+    assert np.abs(got - direct).max() < TOLERANCE
+    assert all(0 <= share <= 1 for _, _, share in progress)
+
+
+@pytest.mark.integration
+def test_a_failed_worker_is_counted_and_the_texts_left_to_the_run(tmp_path):
+    missing_model = str(tmp_path / "no-such-model")
+    report = embed_ahead(Embedder(missing_model, cache_dir=tmp_path), [f"t{i}" for i in range(8)], workers=2,
+                         min_texts=1)
+    assert (report.workers, report.failed_workers, report.computed, report.missing) == (2, 2, 0, 8)
+
+
+@pytest.mark.integration
+def test_evaluate_embeds_ahead_and_the_stream_computes_nothing(tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(ahead_module, "MIN_TEXTS", 1)
+    resources = Resources(embedder=Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path), cache_dir=tmp_path)
+    result = evaluate(ARCH, tiny, split="search", resources=resources)
+    assert not result.failed
+    assert result.cost["embed_ahead_computed"] > 0 and result.cost["embed_ahead_missing"] == 0
+    assert result.cost["embeddings_computed"] == 0  # the run found every vector in the cache
+    again = evaluate(ARCH, tiny, split="search", resources=Resources(
+        embedder=Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path), cache_dir=tmp_path))
+    assert "embed_ahead_s" not in again.cost  # warm: nothing to embed, no worker started
+    assert again.score == result.score
+
+
+@pytest.mark.integration
+def test_a_pruned_trial_embeds_as_it_goes(tiny, tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(ahead_module, "embed_ahead", lambda *a, **k: started.append(len(a[1])))
+
+    def run(**kwargs):
+        resources = Resources(embedder=Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path), cache_dir=tmp_path)
+        return evaluate(ARCH, tiny, split="search", resources=resources, limit=2, **kwargs)
+
+    run(on_instance=lambda *a: False)
+    assert started == []  # a pruner may stop it after one dialogue: nothing embedded ahead
+    run()
+    assert len(started) == 1 and started[0] > 0
