@@ -162,17 +162,18 @@ def _print(result) -> None:
 
 
 def _embed_progress():
-    """A progress line on stderr about every minute while texts are embedded ahead of the run."""
+    """A progress line on stderr about every minute while texts are embedded ahead of the run, its
+    ETA at the workers' pace so far."""
     import time
 
-    start, last = time.monotonic(), [0.0]
+    last = [float("-inf")]
 
-    def report(done: int, total: int, share: float) -> None:
+    def report(progress) -> None:
         now = time.monotonic()
-        if now - last[0] >= 60 and share > 0:
+        if now - last[0] >= 60 and progress.eta_s is not None:
             last[0] = now
-            left = (now - start) * (1 - share) / share
-            sys.stderr.write(f"memarch: embedding ahead: {done:,} / {total:,} texts, ~{left / 60:.0f} min left\n")
+            sys.stderr.write(f"memarch: embedding ahead: {progress.done:,} / {progress.total:,} texts, "
+                             f"~{progress.eta_s / 60:.0f} min left\n")
 
     return report
 

@@ -10,6 +10,7 @@ Example::
 
     report = embed_ahead(resources.embedder, texts)   # returns once every text is in the cache
     report.computed, report.seconds, report.workers
+    embed_ahead(embedder, texts, on_progress=lambda p: print(p.done, p.total, p.eta_s))
 """
 from __future__ import annotations
 
@@ -34,6 +35,23 @@ PROGRESS_EVERY_S = 10.0
 # several times too long at its start.
 CHARS_PER_TOKEN = 4.7
 TEXT_OVERHEAD_CHARS = 300
+
+
+@dataclass(frozen=True)
+class AheadProgress:
+    """Where the workers are: texts embedded of the texts to embed, the share of the work done (texts
+    weighed by what the model reads of them: they run shortest first), and seconds since the workers
+    started (listing the texts and checking the cache before is not counted, so the pace is theirs)."""
+
+    done: int
+    total: int
+    share: float
+    seconds: float
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the pace so far; None before any work is done."""
+        return self.seconds * (1 - self.share) / self.share if self.share > 0 else None
 
 
 @dataclass
@@ -67,13 +85,14 @@ def default_workers() -> int:
 
 
 def embed_ahead(embedder, texts: Iterable[str], *, workers: int | None = None, min_texts: int | None = None,
-                on_progress: Callable[[int, int, float], None] | None = None) -> AheadReport:
+                on_progress: Callable[[AheadProgress], None] | None = None) -> AheadReport:
     """Embed the ``texts`` the embedder's disk cache lacks, before the run needs them.
 
     Nothing happens (an empty report) for a fast embedder (hash, the static table), an embedder
-    without a disk cache, or fewer than ``min_texts`` missing texts. ``on_progress(done, total,
-    share of the work done)`` is called about every 10 s while the workers run (texts are embedded
-    shortest first, so the share weighs each text by its length, up to what the model reads).
+    without a disk cache, or fewer than ``min_texts`` missing texts. ``on_progress`` gets an
+    `AheadProgress` about every 10 s while the workers run (texts are embedded shortest first, so
+    its share weighs each text by its length, up to what the model reads, and its ETA counts from
+    the workers' start).
     """
     min_texts = MIN_TEXTS if min_texts is None else min_texts
     distinct = list(dict.fromkeys(t for t in texts if t))
@@ -106,7 +125,8 @@ def embed_ahead(embedder, texts: Iterable[str], *, workers: int | None = None, m
         if on_progress is not None and time.perf_counter() - started >= next_tick:
             next_tick += PROGRESS_EVERY_S
             done = cache.present(todo_keys)
-            on_progress(len(done), len(todo), sum(weight[k] for k in done) / total_weight)
+            on_progress(AheadProgress(len(done), len(todo), sum(weight[k] for k in done) / total_weight,
+                                      time.perf_counter() - started))
     report.failed_workers = sum(1 for j in jobs if j.wait() != 0)
     report.seconds = time.perf_counter() - started
     report.missing = len(todo) - len(cache.present(todo_keys))

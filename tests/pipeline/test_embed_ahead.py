@@ -14,7 +14,7 @@ from memarch.pipeline import embed_ahead as ahead_module
 from memarch.pipeline.architecture import Architecture
 from memarch.pipeline.cache import DiskCache
 from memarch.pipeline.embed import Embedder
-from memarch.pipeline.embed_ahead import embed_ahead
+from memarch.pipeline.embed_ahead import AheadProgress, embed_ahead
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.resources import Resources
 
@@ -61,14 +61,36 @@ def test_the_workers_fill_the_cache_with_the_vectors_the_run_would_compute(tiny,
     texts = sorted({t.text for d in tiny.dialogues for s in d.sessions for t in s.turns})[:120]
     progress = []
     report = embed_ahead(Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path), texts, workers=2, min_texts=1,
-                         on_progress=lambda *a: progress.append(a))
+                         on_progress=progress.append)
     assert (report.workers, report.computed, report.missing, report.failed_workers) == (2, len(texts), 0, 0)
     warm = Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path)
     got = warm.embed(texts)
     assert warm.computed == 0  # every vector came from the cache
     direct = Embedder("all-MiniLM-L6-v2", use_cache=False).embed(texts)
     assert np.abs(got - direct).max() < TOLERANCE
-    assert all(0 <= share <= 1 for _, _, share in progress)
+    assert all(0 <= p.share <= 1 and 0 <= p.done <= p.total == len(texts) and p.seconds > 0 for p in progress)
+
+
+def test_progress_eta_is_the_pace_so_far():
+    assert AheadProgress(done=10, total=40, share=0.25, seconds=30.0).eta_s == pytest.approx(90.0)
+    assert AheadProgress(done=40, total=40, share=1.0, seconds=120.0).eta_s == 0.0
+    assert AheadProgress(done=0, total=40, share=0.0, seconds=5.0).eta_s is None  # no pace yet
+
+
+def test_the_cli_line_says_the_eta_once_a_minute(capsys, monkeypatch):
+    from memarch.cli import evaluate as cli_evaluate
+
+    now = [1000.0]
+    monkeypatch.setattr("time.monotonic", lambda: now[0])
+    report = cli_evaluate._embed_progress()
+    for at, progress in ((1000.0, AheadProgress(10, 40, 0.25, 60.0)),    # first: printed
+                         (1010.0, AheadProgress(20, 40, 0.5, 70.0)),     # 10 s later: not
+                         (1075.0, AheadProgress(30, 40, 0.75, 135.0))):  # 75 s after the first: printed
+        now[0] = at
+        report(progress)
+    assert capsys.readouterr().err.splitlines() == [
+        "memarch: embedding ahead: 10 / 40 texts, ~3 min left",
+        "memarch: embedding ahead: 30 / 40 texts, ~1 min left"]
 
 
 @pytest.mark.integration

@@ -16,6 +16,7 @@ from memarch.benchmarks.evaluation.runs import check_on_instance, protocol_of
 from memarch.benchmarks.evaluation.settings import EvaluationSettings
 from memarch.benchmarks.metrics.registry import check_metric, default_metric
 from memarch.pipeline.architecture import Architecture
+from memarch.pipeline.embed_ahead import AheadProgress
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.resources import Resources
 from memarch.pipeline.trial import TrialResult
@@ -28,7 +29,7 @@ OnInstance = Callable[[int, int, list[float]], bool]
 def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None, benchmark: Benchmark | str, *,
              split: str = "search", settings: EvaluationSettings | None = None, resources: Resources | None = None,
              limit: int | None = None, accounting: Any = None, on_instance: OnInstance | None = None,
-             on_embed_progress: Callable[[int, int, float], None] | None = None,
+             on_embed_progress: Callable[[AheadProgress], None] | None = None,
              **setting_changes: Any) -> TrialResult:
     """Evaluate one architecture on one split of a benchmark.
 
@@ -57,7 +58,7 @@ def evaluate(architecture_or_program: Architecture | MemoryProgram | dict | None
             evaluation there: the result holds the outcomes so far and ``metadata["instances"]``
             says how many dialogues it saw (a pruned trial). Given for another benchmark (agent
             tasks, scored as one), it raises `MemarchError`.
-        on_embed_progress: called with (texts embedded, texts to embed, share of the work done)
+        on_embed_progress: called with an `AheadProgress` (texts embedded, to embed, share, ETA)
             about every 10 s while the texts the run will embed are embedded ahead of it
             (`memarch.pipeline.embed_ahead`: an evaluation without ``on_instance`` whose texts the
             embedding cache lacks; the result's ``cost["embed_ahead_s"]`` says how long it took).
@@ -106,7 +107,7 @@ class _Trial:
         self.program: MemoryProgram | None = None
         self.counted: Any = None
         self.ahead: Any = None  # what `embed_ahead` did before the stream (an `AheadReport`)
-        self.on_progress: Callable[[int, int, float], None] | None = None
+        self.on_progress: Callable[[AheadProgress], None] | None = None
 
     def run(self, limit: int | None, on_instance: OnInstance | None) -> TrialResult:
         """Build the program, run the benchmark's protocol on the split, add the memory's costs."""
@@ -190,7 +191,7 @@ def _add_fallbacks(result: TrialResult, requests: dict[str, int], fallbacks: dic
         result.fallbacks[role] = result.fallbacks.get(role, 0) + fallbacks.get(role, 0)
 
 
-def _embed_ahead(program: MemoryProgram, view: Benchmark, on_progress: Callable[[int, int, float], None] | None) -> Any:
+def _embed_ahead(program: MemoryProgram, view: Benchmark, on_progress: Callable[[AheadProgress], None] | None) -> Any:
     """Every text the run will embed that the cache lacks, embedded first on every core (none when
     the program embeds nothing, or its embedder is fast or has no disk cache)."""
     from memarch.pipeline.embed_ahead import embed_ahead
