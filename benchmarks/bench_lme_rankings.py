@@ -75,8 +75,9 @@ def turn_scores(ranked: list[str], gold: list[str], corpus: list[str]) -> dict[s
 
 
 def order(ids: list[str], scores: np.ndarray) -> list[str]:
-    """Ids by score, ties in haystack order; a session published twice once, at its best."""
-    return list(dict.fromkeys(ids[i] for i in np.argsort(-scores, kind="stable")))
+    """Ids by score, ties in haystack order (a session published twice in a haystack ranked twice,
+    as run_retrieval.py ranks its corpus)."""
+    return [ids[i] for i in np.argsort(-scores, kind="stable")]
 
 
 def per_question(dialogue, embedder, retrievers) -> dict:
@@ -129,7 +130,7 @@ def per_question(dialogue, embedder, retrievers) -> dict:
         for name, retriever in retrievers:
             ranked = retriever.rank_sessions(Query(q.text, namespace="default"), store)
             got = [corpus.session_id[s] for s in ranked.sessions] if ranked else []
-            row["session"][name] = session_scores(list(dict.fromkeys(got)), vendor, official, sessions)
+            row["session"][name] = session_scores(got, vendor, official, sessions)
     # the official turn corpus: user turns
     turn_ids = [corpus.turn_id[it.source_ids[0]] for it in items]
     u = np.flatnonzero(user)
