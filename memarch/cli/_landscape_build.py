@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
     from memarch.benchmarks import BENCHMARKS, DEFAULT
 
     p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
-    p.add_argument("--data", default=None, help="dataset path (locomo, babi; jsonl: your .jsonl file, docs/data.md)")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi, longmemeval; jsonl: your .jsonl file, docs/data.md)")
     add_knob_argument(p)
     p.add_argument("--sample", type=int, default=None,
                    help="a seeded sample of N architectures (plus every preset) instead of the whole space")

@@ -18,7 +18,7 @@ def add_search_arguments(p: argparse.ArgumentParser) -> None:
     from memarch.optimizers.tracking.tracker import DEFAULT_TRACKING_URI
 
     p.add_argument("--benchmark", default=DEFAULT, help=f"one of {', '.join(BENCHMARKS)} (default {DEFAULT})")
-    p.add_argument("--data", default=None, help="dataset path (locomo, babi; jsonl: your .jsonl file, docs/data.md)")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi, longmemeval; jsonl: your .jsonl file, docs/data.md)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions of each split (faster)")
     add_knob_argument(p)
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,

@@ -23,7 +23,7 @@ def add_arguments(p) -> None:
                    help=f"where compile saved the study's program (its --out; default {DEFAULT_RUNS})")
     p.add_argument("--benchmark", default=None,
                    help="benchmark to run on (default: the one the program was scored on)")
-    p.add_argument("--data", default=None, help="dataset path (locomo, babi; default: the recorded one)")
+    p.add_argument("--data", default=None, help="dataset path (locomo, babi, longmemeval; default: the recorded one)")
     p.add_argument("--out", required=True, metavar="FILE.jsonl", help="the JSONL file to write")
     p.add_argument("--min-score", type=float, default=None, metavar="X",
                    help="keep only pairs whose queries scored at least X on average (0..1)")
