@@ -54,7 +54,8 @@ TURN_COLUMNS = ("R_any@5", "R_any@10", "R_all@10", "NDCG@10", "turn2session R_an
 def session_scores(ranked: list[str], vendor: list[str], official: list[str], corpus: list[str]) -> dict[str, float]:
     from memarch.benchmarks.metrics.longmemeval_official import evaluate_retrieval
 
-    first = next((r for r, s in enumerate(ranked, 1) if s in set(vendor)), None)
+    gold = set(vendor)
+    first = next((r for r, s in enumerate(ranked, 1) if s in gold), None)
     v5, _, _ = evaluate_retrieval(ranked, vendor, corpus, 5)
     v10, _, vn10 = evaluate_retrieval(ranked, vendor, corpus, 10)
     o5, oa5, _ = evaluate_retrieval(ranked, official, corpus, 5)

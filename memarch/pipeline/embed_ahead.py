@@ -111,7 +111,7 @@ def embed_ahead(embedder, texts: Iterable[str], *, workers: int | None = None, m
         return report
     todo.sort(key=len)
     n = max(1, min(workers or default_workers(), len(todo) // min_texts or 1))
-    rows_before = len(cache) if on_progress is not None else 0
+    rows_before = len(cache)
     started = time.perf_counter()
     jobs = [Prefetch.start({"model": embedder.model, "texts": todo[i::n]}, cache_dir=cache.path.parent, threads=1,
                            nice=0) for i in range(n)]
