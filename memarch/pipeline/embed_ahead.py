@@ -59,7 +59,8 @@ class AheadProgress:
 @dataclass
 class AheadReport:
     """What `embed_ahead` did: texts asked for (distinct), found in the cache, embedded by the
-    workers, and what is still missing afterwards (a worker that failed: the run embeds them)."""
+    workers, and what is still missing afterwards (a worker that failed: the run embeds them);
+    ``known``: nothing was listed, an earlier run's `mark_known` said every text is in the cache."""
 
     requested: int = 0
     cached: int = 0
@@ -68,10 +69,38 @@ class AheadReport:
     workers: int = 0
     seconds: float = 0.0
     failed_workers: int = 0
+    known: bool = False  # not listed: an earlier run of the same texts left every one in the cache
 
     @property
     def rate(self) -> float:
         return self.computed / self.seconds if self.seconds > 0 else 0.0
+
+
+def _marker(embedder, fingerprint: str):
+    from pathlib import Path
+
+    from memarch.pipeline.cache import stable_hash
+
+    cache = getattr(embedder, "cache", None)
+    if not fingerprint or cache is None or not hasattr(cache, "path"):
+        return None
+    return Path(cache.path).parent / "ahead" / stable_hash(embedder.model, embedder.max_tokens, fingerprint)[:40]
+
+
+def known(embedder, fingerprint: str) -> bool:
+    """Whether a run with this ``fingerprint`` (a name of its texts, e.g. `program_fingerprint`) found
+    every text in this embedder's disk cache before: the next one need not list them again."""
+    marker = _marker(embedder, fingerprint)
+    return marker is not None and marker.exists()
+
+
+def mark_known(embedder, fingerprint: str) -> None:
+    """Record that every text of ``fingerprint`` is in the embedder's disk cache (an empty file
+    beside the cache: deleting the cache directory deletes the marks too)."""
+    marker = _marker(embedder, fingerprint)
+    if marker is not None:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
 
 
 def default_workers() -> int:

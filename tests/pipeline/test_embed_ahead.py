@@ -118,7 +118,11 @@ def test_evaluate_embeds_ahead_and_the_stream_computes_nothing(tiny, tmp_path, m
 @pytest.mark.integration
 def test_a_pruned_trial_embeds_as_it_goes(tiny, tmp_path, monkeypatch):
     started = []
-    monkeypatch.setattr(ahead_module, "embed_ahead", lambda *a, **k: started.append(len(a[1])))
+    def fake(embedder, texts, **_):
+        started.append(len(texts))
+        return ahead_module.AheadReport(requested=len(texts), missing=len(texts))  # never marked known
+
+    monkeypatch.setattr(ahead_module, "embed_ahead", fake)
 
     def run(**kwargs):
         resources = Resources(embedder=Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path), cache_dir=tmp_path)
@@ -128,3 +132,31 @@ def test_a_pruned_trial_embeds_as_it_goes(tiny, tmp_path, monkeypatch):
     assert started == []  # a pruner may stop it after one dialogue: nothing embedded ahead
     run()
     assert len(started) == 1 and started[0] > 0
+
+
+@pytest.mark.integration
+def test_a_run_whose_texts_an_earlier_run_left_in_the_cache_does_not_list_them(tiny, tmp_path, monkeypatch):
+    """The second evaluate of the same texts skips listing them (a sixth of a warm LongMemEval_S run):
+    an earlier one marked them all cached. Another split, another encoder's knobs, or another
+    embedder are other texts: listed again."""
+    from memarch.benchmarks.evaluation import texts_ahead
+
+    monkeypatch.setattr(ahead_module, "MIN_TEXTS", 1)
+    listed = []
+    real = texts_ahead.program_texts
+    monkeypatch.setattr(texts_ahead, "program_texts", lambda p, b: listed.append(b.split_name) or real(p, b))
+
+    def run(arch=ARCH, split="search", model="all-MiniLM-L6-v2"):
+        resources = Resources(embedder=Embedder(model, cache_dir=tmp_path), cache_dir=tmp_path)
+        return evaluate(arch, tiny, split=split, resources=resources)
+
+    first = run()
+    assert listed == ["search"] and first.cost["embed_ahead_computed"] > 0
+    again = run()
+    assert listed == ["search"]  # not listed: known
+    assert again.score == first.score and again.cost["embeddings_computed"] == 0
+    run(split="validation")
+    run(arch=ARCH.replace(params={"encode:turn.window": 2}))
+    assert listed == ["search", "validation", "search"]
+    run(model="all-MiniLM-L6-v2-128")
+    assert listed[-1] == "search" and len(listed) == 4

@@ -94,3 +94,33 @@ def test_the_prefetch_stops_once_the_run_that_started_it_is_gone(monkeypatch, tm
     assert embed_texts("hash", ["a", "b"]) == 0
     monkeypatch.setenv(PARENT, str(os.getppid()))
     assert embed_texts("hash", ["a", "b"]) == 2
+
+
+@pytest.mark.integration
+def test_sentences_ahead_only_where_the_questions_can_read_every_item():
+    """A LongMemEval_S instance: one question, thousands of items: its items are embedded ahead, their
+    sentences are not (a read ranks at most MAX_READ_ITEMS); the oracle instance's few items' are."""
+    from pathlib import Path
+
+    from memarch.benchmarks.evaluation.protocols import stream_schedule
+    from memarch.benchmarks.evaluation.texts_ahead import MAX_READ_ITEMS
+    from memarch.benchmarks.longmemeval import LongMemEval
+    from memarch.modules.retrievers import split_sentences
+    from memarch.pipeline.registry import REGISTRY
+    from memarch.pipeline.resources import Resources
+
+    data = Path(__file__).resolve().parents[3] / "shared" / "data" / "longmemeval"
+    encoders = [spec.cls(Resources()) for spec in REGISTRY.specs("encoder", "conversation") if not spec.needs_lm]
+    for variant, sentences_ahead in (("s", False), ("oracle", True)):
+        bench = LongMemEval(data, variant=variant, instances=1,
+                            fractions={"search": 1.0, "validation": 0.0, "test": 0.0})
+        texts = set(texts_ahead(bench, ["search"]))
+        items = {it.text for d in bench.dialogues for s, _ in stream_schedule(d) for e in encoders
+                 if e.applies_to(s) for it in e.encode_free(s)}
+        sentences = {x for t in items for x in split_sentences(t)} - items
+        assert items <= texts and sentences
+        assert (len(items) > MAX_READ_ITEMS) != sentences_ahead  # one question reads at most that many
+        if sentences_ahead:
+            assert sentences <= texts
+        else:
+            assert not sentences & texts - {q.text for d in bench.dialogues for q in d.questions}

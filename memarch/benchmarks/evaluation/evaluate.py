@@ -204,6 +204,15 @@ def _embed_ahead(program: MemoryProgram, view: Benchmark, on_progress: Callable[
     embedder = program.resources.embedder
     if not embeds or embedder.model in FAST or embedder.cache is None:
         return None
-    from memarch.benchmarks.evaluation.texts_ahead import program_texts
+    from memarch.benchmarks.evaluation.texts_ahead import program_fingerprint, program_texts
+    from memarch.pipeline.embed_ahead import AheadReport, known, mark_known
 
-    return embed_ahead(embedder, program_texts(program, view), on_progress=on_progress)
+    # Listing the texts decodes every session's items (a sixth of a warm LongMemEval_S evaluate):
+    # skipped when an earlier run of the same texts left every one of them in the cache.
+    fingerprint = program_fingerprint(program, view)
+    if known(embedder, fingerprint):
+        return AheadReport(known=True)
+    report = embed_ahead(embedder, program_texts(program, view), on_progress=on_progress)
+    if report.missing == 0 and not report.failed_workers:
+        mark_known(embedder, fingerprint)
+    return report

@@ -4,20 +4,30 @@ and the sentences of those items (what the sentence packer embeds of an item it 
 split, in the order the run needs them (`memarch.pipeline.prefetch` embeds them ahead of need)."""
 from __future__ import annotations
 
+import hashlib
 from typing import Iterable
 
 from memarch.benchmarks.base import STREAM, Benchmark
 from memarch.benchmarks.evaluation.protocols import stream_schedule
 from memarch.modules.retrievers import split_sentences
+from memarch.modules.retrievers._packing import PACKING
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.registry import REGISTRY
+from memarch.pipeline.knobs import TOP_K
+from memarch.pipeline.cache import stable_hash
 from memarch.pipeline.resources import Resources
+
+# The most items one question's read can rank (top_k's and pack_pool's upper bounds): a dialogue
+# whose questions cannot read more items than it holds (LongMemEval: one question, thousands of
+# items) gets its sentences embedded when a packer reads them, not all of them ahead.
+MAX_READ_ITEMS = int(TOP_K.high) * int(next(k.high for k in PACKING if k.name == "pack_pool"))
 
 
 def texts_ahead(bench: Benchmark, splits: Iterable[str], *, limit: int | None = None) -> list[str]:
     """Questions and the LM-free encoders' item texts of each split's dialogues in split order, then
-    the items' sentences; each text once (an agent benchmark: none, its memory is written from
-    episodes played live)."""
+    the items' sentences where a dialogue's reads can reach every item (its questions x
+    `MAX_READ_ITEMS` >= its items; else a packer embeds the few it reads when it reads them); each
+    text once (an agent benchmark: none, its memory is written from episodes played live)."""
     if bench.protocol != STREAM:  # no texts known ahead: episodes are played, not read from data
         return []
     resources = Resources()  # no LM: the LM-free paths, which is what an LM-free search writes
@@ -27,15 +37,26 @@ def texts_ahead(bench: Benchmark, splits: Iterable[str], *, limit: int | None = 
     for split in splits:  # every split's questions and items first: what every trial embeds ...
         for dialogue in bench.split(split).limit(limit).dialogues:
             out.update((q.text, None) for q in dialogue.questions)
+            held: list[str] = []
             for session, _ in stream_schedule(dialogue):
                 for encoder in encoders:
                     if encoder.applies_to(session):
                         written = [item.text for item in encoder.encode_free(session)]
                         out.update((text, None) for text in written)
-                        items.extend(written)
+                        held.extend(written)
+            if len(dialogue.questions) * MAX_READ_ITEMS >= len(held):
+                items.extend(held)
     # ... then their sentences, which only a trial that packs sentences embeds
     out.update((sentence, None) for text in items for sentence in split_sentences(text))
     return list(out)
+
+
+def _listed_encoders(program: MemoryProgram) -> list:
+    """The encoders whose items `program_texts` lists: all, less those with an LM path when the
+    program has an LM (their output is the LM's, made during the write)."""
+    lm = program.resources.lm is not None
+    return [enc for enc, name in zip(program.encoders, program.architecture.encode)
+            if not (lm and REGISTRY.get("encoder", name).uses_lm)]
 
 
 def program_texts(program: MemoryProgram, bench: Benchmark) -> list[str]:
@@ -46,9 +67,7 @@ def program_texts(program: MemoryProgram, bench: Benchmark) -> list[str]:
     output is the LM's, made during the write."""
     if bench.protocol != STREAM:
         return []
-    lm = program.resources.lm is not None
-    encoders = [enc for enc, name in zip(program.encoders, program.architecture.encode)
-                if not (lm and REGISTRY.get("encoder", name).uses_lm)]
+    encoders = _listed_encoders(program)
     out: dict[str, None] = {}
     for dialogue in bench.dialogues:
         out.update((q.text, None) for q in dialogue.questions)
@@ -56,3 +75,27 @@ def program_texts(program: MemoryProgram, bench: Benchmark) -> list[str]:
             for encoder in encoders:
                 out.update((item.text, None) for item in encoder.encode(session))
     return list(out)
+
+
+def program_fingerprint(program: MemoryProgram, bench: Benchmark) -> str:
+    """A name for `program_texts` ``(program, bench)`` found without listing it (which decodes every
+    session's items: a sixth of a warm LongMemEval evaluate): the embedder, memarch's version, the
+    questions, and per session the content hash each listed encoder's cache key holds, beside each
+    encoder's name, knobs, prompts and LM. Equal fingerprints list equal texts while the encoders'
+    code is the same (a changed encoder under one version at worst embeds in the run what it
+    misses); "" for a benchmark with no texts known ahead."""
+    if bench.protocol != STREAM:
+        return ""
+    from memarch._version import __version__
+
+    encoders = _listed_encoders(program)
+    lm_id = program.resources.lm_id
+    digest = hashlib.sha256(stable_hash(
+        "program_texts", __version__, program.resources.embedder.model,
+        [(enc.name, enc.config, enc.instructions(), lm_id) for enc in encoders]).encode())
+    for dialogue in bench.dialogues:
+        for q in dialogue.questions:
+            digest.update(q.text.encode("utf-8", "surrogatepass") + b"\x1f")
+        for session, _ in stream_schedule(dialogue):
+            digest.update(session.content_hash().encode() + b"\x1e")
+    return digest.hexdigest()
