@@ -64,8 +64,10 @@ def compile_seed(args, task: str, seed: int, program: Path) -> None:
     print(" ".join(cmd[2:]), flush=True)
     load = os.getloadavg()[0]
     started = time.perf_counter()
+    cache = args.lme_cache if task == "lme" else args.locomo_cache
+    env = {**os.environ, **({"MEMARCH_CACHE_DIR": str(cache)} if cache else {})}
     with open(out / f"compile-s{seed}.log", "w") as log:
-        rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
+        rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     if rc != 0 or not program.exists():
         sys.exit(f"{task} compile of seed {seed} failed (exit {rc}); see {out / f'compile-s{seed}.log'}")
     timings = out / "timings.json"
@@ -83,6 +85,8 @@ def main() -> int:
     ap.add_argument("--lme-limit", type=int, default=16, help="LongMemEval instances per split in the compile")
     ap.add_argument("--lme-test-limit", type=int, default=None,
                     help="LongMemEval test instances in the table (default: the whole test split)")
+    ap.add_argument("--lme-cache", default=None, help="MEMARCH_CACHE_DIR of LongMemEval's runs (default: the usual)")
+    ap.add_argument("--locomo-cache", default=None, help="MEMARCH_CACHE_DIR of LoCoMo's runs (default: the usual)")
     ap.add_argument("--compile-only", action="store_true", help="run the missing compiles, no table")
     ap.add_argument("--out", default="mlruns/bench/two-tasks", help="programs, studies, logs, evaluations")
     args = ap.parse_args()
@@ -114,11 +118,15 @@ def main() -> int:
     from memarch.pipeline.presets import preset_architectures
     from memarch.pipeline.resources import Resources
 
+    def resources(model: str | None, cache: str | None) -> Resources:
+        embedder = Embedder(model, cache_dir=cache) if model else Embedder(cache_dir=cache)
+        return Resources(embedder=embedder, cache_dir=cache)
+
     evaluators = {
         "lme": BenchmarkEvaluator("longmemeval", data_path=str(args.lme), limit=args.lme_test_limit,
-                                  resources=Resources(embedder=Embedder(LME_EMBEDDER)), metric=METRIC["lme"]),
+                                  resources=resources(LME_EMBEDDER, args.lme_cache), metric=METRIC["lme"]),
         "locomo": BenchmarkEvaluator("locomo", data_path=str(args.locomo), knobs={"split_by": "dialogue"},
-                                     metric=METRIC["locomo"]),
+                                     resources=resources(None, args.locomo_cache), metric=METRIC["locomo"]),
     }
     saved = out / f"evaluations-lme{args.lme_test_limit or 'all'}.json"
     cache: dict = json.loads(saved.read_text()) if saved.exists() else {}
