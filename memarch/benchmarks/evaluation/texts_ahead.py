@@ -9,8 +9,7 @@ from typing import Iterable
 
 from memarch.benchmarks.base import STREAM, Benchmark
 from memarch.benchmarks.evaluation.protocols import stream_schedule
-from memarch.modules.retrievers import split_sentences
-from memarch.modules.retrievers._packing import PACKING
+from memarch.modules.retrievers import PACKING, split_sentences
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.registry import REGISTRY
 from memarch.pipeline.knobs import TOP_K
