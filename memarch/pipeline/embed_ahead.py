@@ -18,10 +18,12 @@ import logging
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
 
+from memarch.pipeline.cache import stable_hash
 from memarch.pipeline.prefetch import FAST, Prefetch
 
 log = logging.getLogger(__name__)
@@ -76,15 +78,13 @@ class AheadReport:
         return self.computed / self.seconds if self.seconds > 0 else 0.0
 
 
-def _marker(embedder, fingerprint: str):
-    from pathlib import Path
-
-    from memarch.pipeline.cache import stable_hash
-
+def _marker(embedder, fingerprint: str) -> Path | None:
+    """Where the mark of ``fingerprint``'s texts lives for this embedder (its model and length in the
+    name), beside its disk cache; None without one."""
     cache = getattr(embedder, "cache", None)
-    if not fingerprint or cache is None or not hasattr(cache, "path"):
+    if not fingerprint or cache is None:
         return None
-    return Path(cache.path).parent / "ahead" / stable_hash(embedder.model, embedder.max_tokens, fingerprint)[:40]
+    return cache.path.parent / "ahead" / stable_hash(embedder.model, embedder.max_tokens, fingerprint)[:40]
 
 
 def known(embedder, fingerprint: str) -> bool:

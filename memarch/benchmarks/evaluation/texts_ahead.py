@@ -10,10 +10,10 @@ from typing import Iterable
 from memarch.benchmarks.base import STREAM, Benchmark
 from memarch.benchmarks.evaluation.protocols import stream_schedule
 from memarch.modules.retrievers import PACKING, split_sentences
+from memarch.pipeline.cache import stable_hash
+from memarch.pipeline.knobs import TOP_K
 from memarch.pipeline.program import MemoryProgram
 from memarch.pipeline.registry import REGISTRY
-from memarch.pipeline.knobs import TOP_K
-from memarch.pipeline.cache import stable_hash
 from memarch.pipeline.resources import Resources
 
 # The most items one question's read can rank (top_k's and pack_pool's upper bounds): a dialogue
@@ -78,9 +78,9 @@ def program_texts(program: MemoryProgram, bench: Benchmark) -> list[str]:
 
 def program_fingerprint(program: MemoryProgram, bench: Benchmark) -> str:
     """A name for `program_texts` ``(program, bench)`` found without listing it (which decodes every
-    session's items: a sixth of a warm LongMemEval evaluate): the embedder, memarch's version, the
-    questions, and per session the content hash each listed encoder's cache key holds, beside each
-    encoder's name, knobs, prompts and LM. Equal fingerprints list equal texts while the encoders'
+    session's items: a sixth of a warm LongMemEval evaluate): memarch's version, the questions, and
+    per session the content hash each listed encoder's cache key holds, beside each encoder's name,
+    knobs, prompts and LM (the embedder is the mark's: `embed_ahead.known`). Equal fingerprints list equal texts while the encoders'
     code is the same (a changed encoder under one version at worst embeds in the run what it
     misses); "" for a benchmark with no texts known ahead."""
     if bench.protocol != STREAM:
@@ -90,8 +90,7 @@ def program_fingerprint(program: MemoryProgram, bench: Benchmark) -> str:
     encoders = _listed_encoders(program)
     lm_id = program.resources.lm_id
     digest = hashlib.sha256(stable_hash(
-        "program_texts", __version__, program.resources.embedder.model,
-        [(enc.name, enc.config, enc.instructions(), lm_id) for enc in encoders]).encode())
+        "program_texts", __version__, [(enc.name, enc.config, enc.instructions(), lm_id) for enc in encoders]).encode())
     for dialogue in bench.dialogues:
         for q in dialogue.questions:
             digest.update(q.text.encode("utf-8", "surrogatepass") + b"\x1f")

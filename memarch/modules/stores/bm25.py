@@ -85,7 +85,7 @@ class BM25Index:
         words = list(chain.from_iterable(docs))
         # New terms in order of first occurrence, then every word's id: C-level passes (a Python
         # `setdefault` per word was a tenth of a warm LongMemEval_S evaluate).
-        new = dict.fromkeys(w for w in dict.fromkeys(words) if w not in vocab)
+        new = [w for w in dict.fromkeys(words) if w not in vocab]
         vocab.update(zip(new, range(len(vocab), len(vocab) + len(new))))
         flat = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
         self._grow(first + n)
