@@ -45,7 +45,7 @@ METRIC = {"lme": "span_or_evidence", "locomo": "answer_span"}
 def compile_args(args, task: str) -> list[str]:
     if task == "lme":
         return ["--benchmark", "longmemeval", "--data", str(args.lme), "--limit", str(args.lme_limit),
-                "--embedder", LME_EMBEDDER]
+                "--embedder", LME_EMBEDDER, *(["--exclude", args.lme_exclude] if args.lme_exclude else [])]
     return ["--benchmark", "locomo", "--data", str(args.locomo)]
 
 
@@ -83,6 +83,9 @@ def main() -> int:
     ap.add_argument("--task", choices=(*TASKS, "both"), default="both", help="whose compiles to run")
     ap.add_argument("--budget", type=int, default=40)
     ap.add_argument("--lme-limit", type=int, default=16, help="LongMemEval instances per split in the compile")
+    ap.add_argument("--lme-exclude", default="", metavar="MODULES",
+                    help="modules LongMemEval's compiles leave out (--exclude), e.g. entity: its ~2,500 texts "
+                    "an instance make a search split past 16 instances, and its picks' test, hours to embed")
     ap.add_argument("--lme-test-limit", type=int, default=None,
                     help="LongMemEval test instances in the table (default: the whole test split)")
     ap.add_argument("--lme-cache", default=None, help="MEMARCH_CACHE_DIR of LongMemEval's runs (default: the usual)")
@@ -104,7 +107,8 @@ def main() -> int:
     out = Path(args.out)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     tasks = TASKS if args.task == "both" else (args.task,)
-    dirs = {t: out / (f"lme-{args.lme_limit}" if t == "lme" else t) for t in TASKS}
+    lme_dir = f"lme-{args.lme_limit}" + "".join(f"-no-{m.split(':')[-1]}" for m in args.lme_exclude.split(",") if m)
+    dirs = {t: out / (lme_dir if t == "lme" else t) for t in TASKS}
     programs = {t: {s: dirs[t] / f"seed-{s}.program.json" for s in seeds} for t in TASKS}
     for task in tasks:
         dirs[task].mkdir(parents=True, exist_ok=True)

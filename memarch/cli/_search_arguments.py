@@ -33,6 +33,9 @@ def add_search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--space", choices=("categorical", "full"), default="categorical",
                    help="categorical: the method's module choices (default); full: plus each chosen module's "
                         "numeric knobs (top_k, fusion weights, chunk window, ...) as conditional parameters")
+    p.add_argument("--exclude", default="", metavar="MODULES",
+                   help="modules left out of the search, comma-separated: e.g. entity, or encoder:entity,"
+                        "retriever:graph (a module the task cannot afford or deploy)")
     p.add_argument("--k", type=int, default=3, help="guided proposals per round and warm-start size (default 3)")
     p.add_argument("--warm-start", choices=("presets", "none"), default="presets",
                    help="round 0 of every strategy: k seeded human-designed presets (default) or none")

@@ -50,7 +50,7 @@ def compare_main(args, strategies: list[str], roles) -> int:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     evaluator = build_evaluator(args, build_resources(args, roles))
-    space = evaluator_space(evaluator, roles.task if roles else None)
+    space = evaluator_space(evaluator, roles.task if roles else None, args.exclude)
     landscape = _landscape(args, evaluator)  # a bad file fails here, before any trial runs
     out = writable_dir(args.out)  # before the runs: an hour of trials is not lost to a bad --out
     cmp = _run(args, evaluator, space, strategies, roles)

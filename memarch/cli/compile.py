@@ -17,6 +17,7 @@ def space_line(space, mode: str) -> str:
 
     knobs = len(ParamSpace(space, mode).knob_table())
     extra = f" + {knobs} numeric knobs, conditional on their module" if mode == "full" else ""
+    extra += f"; left out: {', '.join(space.exclude)}" if space.exclude else ""
     return f"search space: {mode} ({space.family}, {space.count_valid()} valid module choices{extra})"
 
 
@@ -188,7 +189,7 @@ def _compile(args, strategies: list[str], roles) -> int:
     print(objectives_line(args.objectives))
     resources = build_resources(args, roles)
     evaluator = build_evaluator(args, resources)
-    space = evaluator_space(evaluator, lm)
+    space = evaluator_space(evaluator, lm, args.exclude)
     student = get_preset(args.preset, space) if args.preset else space
     print_plan(args, evaluator, space)
     if args.optimize_prompts != "none":
@@ -216,9 +217,10 @@ def build_resources(args, roles):
     return roles.resources(embedder=embedder) if roles else Resources(embedder=embedder)
 
 
-def evaluator_space(evaluator, lm):
-    """The architecture space the evaluator's benchmark is searched in (compile() searches the same)."""
-    return evaluator.architecture_space(lm_available=lm is not None)
+def evaluator_space(evaluator, lm, exclude: str = ""):
+    """The architecture space the evaluator's benchmark is searched in, less ``--exclude``
+    (compile() searches the same)."""
+    return evaluator.architecture_space(lm_available=lm is not None, exclude=exclude.split(","))
 
 
 def print_plan(args, evaluator, space) -> None:
@@ -241,7 +243,8 @@ def search_settings(args, strategy: str, seed: int, study_name: str | None):
         resume=args.resume, warm_start=args.warm_start, max_failures=args.max_failures, objectives=args.objectives,
         select=args.select, space_mode=args.space, pruner=args.pruner,
         prompt_optimizer=getattr(args, "optimize_prompts", "none"), prompt_examples=getattr(args, "prompt_examples", 20),
-        prompt_budget=getattr(args, "prompt_budget", 60), prefetch=getattr(args, "prefetch", True))
+        prompt_budget=getattr(args, "prompt_budget", 60), prefetch=getattr(args, "prefetch", True),
+        exclude=getattr(args, "exclude", ""))
 
 
 def _study_name(args, space, strategy: str, seed: int, several: bool) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from memarch.errors import ArchitectureError
 from memarch.pipeline.architecture import Architecture
@@ -33,6 +33,7 @@ RULES = {
     "manager-retriever": "a manager that requires specific retrievers is paired with one of them "
                          "(graph_consolidate -> graph retriever)",
     "lm-required": "modules that cannot run without an LM need an LM",
+    "left-out": "modules the space was told to leave out (``exclude``, ``--exclude``) are not in it",
     "knob-known": "every knob in params is declared by a module the architecture chooses "
                   "(\"<field>.<knob>\", field encode:<encoder> / store / retrieve / manage)",
     "knob-value": "every knob value has the knob's type and lies in its declared range",
@@ -46,17 +47,42 @@ def param_key(role: str, module: str, knob: str) -> str:
     return f"{field}.{knob}"
 
 
+def resolve_modules(registry: Registry, family: str, names: Iterable[str]) -> tuple[str, ...]:
+    """``"entity"`` / ``"encoder:entity"`` / ``"entity,graph"`` -> ``("encoder:entity", ...)``: each
+    a module of ``family``'s menus; a bare name must name one role's module (else the error says
+    which roles to choose from)."""
+    if isinstance(names, str):
+        names = [names]
+    roles = ("encoder", "store", "retriever", "manager")
+    out: list[str] = []
+    for name in (n.strip() for text in names for n in str(text).split(",")):
+        if not name:
+            continue
+        role, _, module = name.rpartition(":")
+        found = [r for r in (roles if not role else (role,)) if r in roles and module in registry.names(r, family)]
+        if len(found) != 1:
+            why = (f"it names a {' and a '.join(found)}: write {' or '.join(f'{r}:{module}' for r in found)}"
+                   if found else
+                   f"no {role or 'module'} of the {family} family is called {module!r}")
+            raise ArchitectureError(f"cannot leave out {name!r}: {why}", rule="known-names")
+        out.append(f"{found[0]}:{module}")
+    return tuple(dict.fromkeys(out))
+
+
 class ArchitectureSpace:
-    """The space of one family. With ``lm_available=False`` the modules that need an LM drop out.
+    """The space of one family. With ``lm_available=False`` the modules that need an LM drop out;
+    ``exclude`` leaves out modules by name (``"entity"``, or ``"encoder:entity"`` where a name is
+    ambiguous): a module a user cannot afford or deploy is neither searched nor valid here.
 
     Example::
 
         space = ArchitectureSpace("experience")
         space.total(), space.count_valid()   # (3720, 2573)
+        ArchitectureSpace("conversation", exclude=["entity"]).encoders   # every encoder but entity
     """
 
     def __init__(self, family: str = "experience", *, lm_available: bool = True,
-                 registry: Registry = REGISTRY, opt_in: bool = False):
+                 registry: Registry = REGISTRY, opt_in: bool = False, exclude: Iterable[str] = ()):
         if family not in FAMILIES:
             raise ArchitectureError(f"unknown family {family!r}; expected one of {', '.join(FAMILIES)}",
                                     rule="known-names")
@@ -66,17 +92,28 @@ class ArchitectureSpace:
         self.excluded: dict[str, str] = {}
         self.opt_in = opt_in
         self.left_out: list[str] = []  # opt-in modules not searched here (still valid to evaluate)
+        self.exclude = resolve_modules(registry, family, exclude)  # ("encoder:entity", ...)
         self._specs: dict[str, list[ModuleSpec]] = {}
         for role in ("encoder", "store", "retriever", "manager"):
             kept = []
             for spec in registry.specs(role, family):
-                if spec.opt_in and not opt_in:
+                if f"{role}:{spec.name}" in self.exclude:
+                    self.excluded[f"{role}:{spec.name}"] = f"{role} {spec.name!r} is left out (exclude)"
+                elif spec.opt_in and not opt_in:
                     self.left_out.append(f"{role}:{spec.name}")
                 elif spec.needs_lm and not lm_available:
                     self.excluded[f"{role}:{spec.name}"] = f"{role} {spec.name!r} needs an LM and none is configured"
                 else:
                     kept.append(spec)
             self._specs[role] = kept
+
+    def without(self, exclude: Iterable[str]) -> "ArchitectureSpace":
+        """This space less the modules in ``exclude`` (itself when there are none)."""
+        extra = resolve_modules(self.registry, self.family, exclude)
+        if set(extra) <= set(self.exclude):
+            return self
+        return ArchitectureSpace(self.family, lm_available=self.lm_available, registry=self.registry,
+                                 opt_in=self.opt_in, exclude=self.exclude + extra)
 
     # -- menus ------------------------------------------------------------------------------------
     @property
@@ -171,6 +208,8 @@ class ArchitectureSpace:
             for role, name in names:
                 if self.registry.get(role, name).needs_lm:
                     out.append(Violation("lm-required", f"{role} {name!r} needs an LM and none is configured"))
+        out.extend(Violation("left-out", f"{role} {name!r} is left out of this space (exclude)")
+                   for role, name in names if f"{role}:{name}" in self.exclude)
         return out
 
     # -- knobs ------------------------------------------------------------------------------------

@@ -22,15 +22,19 @@ from memarch.pipeline.resources import Resources
 MAX_READ_ITEMS = int(TOP_K.high) * int(next(k.high for k in PACKING if k.name == "pack_pool"))
 
 
-def texts_ahead(bench: Benchmark, splits: Iterable[str], *, limit: int | None = None) -> list[str]:
+def texts_ahead(bench: Benchmark, splits: Iterable[str], *, limit: int | None = None,
+                encoders: Iterable[str] | None = None) -> list[str]:
     """Questions and the LM-free encoders' item texts of each split's dialogues in split order, then
     the items' sentences where a dialogue's reads can reach every item (its questions x
     `MAX_READ_ITEMS` >= its items; else a packer embeds the few it reads when it reads them); each
-    text once (an agent benchmark: none, its memory is written from episodes played live)."""
+    text once (an agent benchmark: none, its memory is written from episodes played live).
+    ``encoders``: only these encoders' texts (the searched space's; default every LM-free one)."""
     if bench.protocol != STREAM:  # no texts known ahead: episodes are played, not read from data
         return []
     resources = Resources()  # no LM: the LM-free paths, which is what an LM-free search writes
-    encoders = [spec.cls(resources) for spec in REGISTRY.specs("encoder", "conversation") if not spec.needs_lm]
+    wanted = None if encoders is None else set(encoders)
+    writers = [spec.cls(resources) for spec in REGISTRY.specs("encoder", "conversation")
+               if not spec.needs_lm and (wanted is None or spec.name in wanted)]
     out: dict[str, None] = {}
     items: list[str] = []
     for split in splits:  # every split's questions and items first: what every trial embeds ...
@@ -38,7 +42,7 @@ def texts_ahead(bench: Benchmark, splits: Iterable[str], *, limit: int | None = 
             out.update((q.text, None) for q in dialogue.questions)
             held: list[str] = []
             for session, _ in stream_schedule(dialogue):
-                for encoder in encoders:
+                for encoder in writers:
                     if encoder.applies_to(session):
                         written = [item.text for item in encoder.encode_free(session)]
                         out.update((text, None) for text in written)

@@ -186,7 +186,8 @@ def compare(evaluator: Evaluator | EvaluatorFunction, space: ArchitectureSpace |
     settings, comparison = _settings(settings, comparison, setting_changes)
     evaluator = as_evaluator(evaluator)
     if isinstance(space, str):
-        space = evaluator.architecture_space(space, lm_available=lm is not None)
+        space = evaluator.architecture_space(space, lm_available=lm is not None, exclude=settings.exclude)
+    space = space.without(settings.exclude)
     names = {(strat, seed): f"{comparison.study_prefix}-{space.family}-{strat}-s{seed}" for strat in strategies
              for seed in comparison.seed_range}
     if settings.storage and not settings.resume:
@@ -213,7 +214,7 @@ def compare(evaluator: Evaluator | EvaluatorFunction, space: ArchitectureSpace |
 
     jobs = list(names)
     runs: dict[str, list[CompileReport]] = {}
-    prefetch = evaluator.prefetch([trainset, valset, testset]) if settings.prefetch else None
+    prefetch = evaluator.prefetch([trainset, valset, testset], encoders=space.encoders) if settings.prefetch else None
     try:
         reports = run_jobs(jobs, run_one, workers=comparison.workers, on_trial=on_trial)
     finally:

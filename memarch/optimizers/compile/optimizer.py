@@ -79,16 +79,18 @@ class MemarchOptimizer:
                 testset: Any = "test") -> Any:
         """Search on ``trainset``, choose on ``valset``, report on ``testset``; returns a new program."""
         run = CompileRun(self.settings)
-        prefetch = self.evaluator.prefetch([trainset, valset, testset]) if self.settings.prefetch else None
+        space, start = self._space(student)
+        prefetch = (self.evaluator.prefetch([trainset, valset, testset], encoders=space.encoders)
+                    if self.settings.prefetch else None)
         try:
-            return self._compile(student, run, trainset, valset, testset)
+            return self._compile(space, start, run, trainset, valset, testset)
         finally:
             if prefetch is not None:
                 prefetch.stop()
 
-    def _compile(self, student: Any, run: CompileRun, trainset: Any, valset: Any, testset: Any) -> Any:
+    def _compile(self, space: ArchitectureSpace, start: Architecture | None, run: CompileRun, trainset: Any,
+                 valset: Any, testset: Any) -> Any:
         s = self.settings
-        space, start = self._space(student)
         param_space = self.param_space(space)
         run.sampler = make_sampler(s.strategy, param_space, seed=s.seed, k=s.k, lm=self.lm, meta_lm=self.meta_lm,
                                    no_memory=lambda: self.evaluator(None, trainset))  # only `archive` asks for it
@@ -113,15 +115,16 @@ class MemarchOptimizer:
         return program
 
     def _space(self, student: Any) -> tuple[ArchitectureSpace, Architecture | None]:
-        """The space searched (the evaluator's: its opt-in modules too, as the CLI's) and the
-        student's architecture, when it has one."""
+        """The space searched (the evaluator's: its opt-in modules too, as the CLI's, less the
+        settings' ``exclude``) and the student's architecture, when it has one."""
         from memarch.pipeline.program import MemoryProgram
 
         def space(family: str | None) -> ArchitectureSpace:
-            return self.evaluator.architecture_space(family or "experience", lm_available=self.lm is not None)
+            return self.evaluator.architecture_space(family or "experience", lm_available=self.lm is not None,
+                                                     exclude=self.settings.exclude)
 
         if isinstance(student, ArchitectureSpace):
-            return student, None
+            return student.without(self.settings.exclude), None
         if isinstance(student, MemoryProgram):
             return space(student.family), student.architecture
         if isinstance(student, Architecture):

@@ -4,7 +4,7 @@ read, declared here with its default (no caller probes an evaluator for what it 
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from memarch.errors import MemarchError
 
@@ -102,18 +102,22 @@ class Evaluator(abc.ABC):
         """How reported ``scores`` (per split) were measured, for the saved program (None: not known)."""
         return None
 
-    def prefetch(self, data: "list[Any]") -> "Prefetch | None":
+    def prefetch(self, data: "list[Any]", *, encoders: "Iterable[str] | None" = None) -> "Prefetch | None":
         """Start embedding, on the idle core, the texts evaluating on ``data`` (split names) will
-        embed; the running `Prefetch` (its ``stop()`` ends it) or None when there is nothing to do."""
+        embed — of ``encoders`` only, when given (the searched space's); the running `Prefetch`
+        (its ``stop()`` ends it) or None when there is nothing to do."""
         return None
 
-    def architecture_space(self, family: str | None = None, *, lm_available: bool = True) -> "ArchitectureSpace":
+    def architecture_space(self, family: str | None = None, *, lm_available: bool = True,
+                           exclude: "Iterable[str]" = ()) -> "ArchitectureSpace":
         """The space this evaluator is searched in: ``family`` (default its own), with the opt-in
-        modules when it declares them (``opt_in_modules``). compile, compare and the CLI all take
-        their space from here, so the library and the CLI search the same one."""
+        modules when it declares them (``opt_in_modules``), less the modules in ``exclude``.
+        compile, compare and the CLI all take their space from here, so the library and the CLI
+        search the same one."""
         from memarch.pipeline.space import ArchitectureSpace
 
-        return ArchitectureSpace(family or self.family, lm_available=lm_available, opt_in=self.opt_in_modules)
+        return ArchitectureSpace(family or self.family, lm_available=lm_available, opt_in=self.opt_in_modules,
+                                 exclude=exclude)
 
 
 class CallableEvaluator(Evaluator):

@@ -95,8 +95,9 @@ class BenchmarkEvaluator(Evaluator):
             knobs={**self._benchmark.knobs, **self.knobs}, split=self._benchmark.split_rule(),
             limit=self._limit, scores=dict(scores))
 
-    def prefetch(self, data: list[Any]) -> Any:
-        """The questions and LM-free encoders' texts of ``data``'s splits, worked out and embedded
+    def prefetch(self, data: list[Any], *, encoders: Any = None) -> Any:
+        """The questions and LM-free encoders' texts (of ``encoders`` only, when given: the
+        searched space's) of ``data``'s splits, worked out and embedded
         by a background process into this evaluator's embedding cache (`memarch.pipeline.prefetch`,
         `prefetch_job`); None for a fast embedder, an embedder without a disk cache, or an agent
         benchmark."""
@@ -108,7 +109,8 @@ class BenchmarkEvaluator(Evaluator):
         if embedder.model in FAST or embedder.cache is None or self._benchmark.protocol != STREAM or not splits:
             return None
         job = {"model": embedder.model, "record": self.evaluation_record({}, self.metric).to_dict(),
-               "splits": splits, "limit": self._limit}
+               "splits": splits, "limit": self._limit,
+               "encoders": None if encoders is None else list(encoders)}
         return Prefetch.start(job, module="memarch.optimizers.evaluators.prefetch_job",
                               cache_dir=embedder.cache.path.parent)
 

@@ -76,8 +76,8 @@ class EvaluatorWrapper(Evaluator):
     def evaluation_record(self, scores: dict[str, float | None], metric: str) -> "EvaluationRecord | None":
         return self.inner.evaluation_record(scores, metric)
 
-    def prefetch(self, data: list[Any]) -> Any:
-        return self.inner.prefetch(data)
+    def prefetch(self, data: list[Any], *, encoders: Any = None) -> Any:
+        return self.inner.prefetch(data, encoders=encoders)
 
 
 class CachedEvaluator(EvaluatorWrapper):

@@ -14,7 +14,8 @@ def main(path: str) -> int:
 
     job = read_job(path)
     bench = recorded_benchmark(EvaluationRecord.from_dict(job["record"], source="prefetch job"))
-    return embed_texts(job["model"], texts_ahead(bench, job["splits"], limit=job.get("limit")))
+    return embed_texts(job["model"], texts_ahead(bench, job["splits"], limit=job.get("limit"),
+                                                    encoders=job.get("encoders")))
 
 
 if __name__ == "__main__":

@@ -101,6 +101,9 @@ class SearchSettings(Settings):
         register: also register that model under this name in the MLflow model registry.
         prefetch: embed, in a background process on the idle core, the texts the search, the
             runoff and the test will embed (`Evaluator.prefetch`).
+        exclude: modules left out of the searched space, e.g. ``("entity",)`` or
+            ``"encoder:entity,retriever:graph"`` (`ArchitectureSpace` ``exclude``): one the task
+            cannot afford or deploy. A student or warm start that uses one is refused.
     """
 
     strategy: str = "guided"
@@ -124,6 +127,7 @@ class SearchSettings(Settings):
     log_model: bool = True
     register: str | None = None
     prefetch: bool = True
+    exclude: tuple[str, ...] = ()
 
     what: ClassVar[str] = "search setting"
 
@@ -142,7 +146,9 @@ class SearchSettings(Settings):
         selection = self.select if isinstance(self.select, Selection) else parse_selection(self.select, objectives)
         fixed = {"budget": int(self.budget), "finalists": max(1, self.finalists), "objectives": objectives,
                  "select": selection, "pruner": check_pruner(self.pruner),
-                 "prompt_optimizer": check_prompt_optimizer(self.prompt_optimizer)}
+                 "prompt_optimizer": check_prompt_optimizer(self.prompt_optimizer),
+                 "exclude": tuple(n.strip() for t in ([self.exclude] if isinstance(self.exclude, str)
+                                                      else self.exclude) for n in str(t).split(",") if n.strip())}
         for name, value in fixed.items():
             object.__setattr__(self, name, value)
 
