@@ -86,6 +86,9 @@ def main() -> int:
     ap.add_argument("--lme-exclude", default="", metavar="MODULES",
                     help="modules LongMemEval's compiles leave out (--exclude), e.g. entity: its ~2,500 texts "
                     "an instance make a search split past 16 instances, and its picks' test, hours to embed")
+    ap.add_argument("--lme-subset", type=int, default=16,
+                    help="the first N LongMemEval test instances an architecture with the entity encoder is scored "
+                    "on (its texts embedded ahead; default 16)")
     ap.add_argument("--lme-test-limit", type=int, default=None,
                     help="LongMemEval test instances in the table (default: the whole test split)")
     ap.add_argument("--lme-cache", default=None, help="MEMARCH_CACHE_DIR of LongMemEval's runs (default: the usual)")
@@ -142,10 +145,9 @@ def main() -> int:
                                      resources=resources(None, args.locomo_cache), metric=METRIC["locomo"]),
     }
     # The entity encoder writes ~2,500 texts a LongMemEval_S instance (a turn per entity it names):
-    # 335k to embed on the test split. An architecture with it is scored on the test instances the
-    # compile's own test read (the first --lme-limit, embedded ahead), and says so; its paired CIs
-    # are over those questions.
-    evaluators["lme-subset"] = BenchmarkEvaluator("longmemeval", data_path=str(args.lme), limit=args.lme_limit,
+    # 335k to embed on the test split. An architecture with it is scored on the first --lme-subset test
+    # instances (embedded ahead), and says so; its paired CIs are over those questions.
+    evaluators["lme-subset"] = BenchmarkEvaluator("longmemeval", data_path=str(args.lme), limit=args.lme_subset,
                                                   resources=evaluators["lme"].resources, metric=METRIC["lme"])
     saved = out / f"evaluations-lme{args.lme_test_limit or 'all'}.json"
     cache: dict = json.loads(saved.read_text()) if saved.exists() else {}
@@ -192,7 +194,7 @@ def main() -> int:
                 g, lo, hi = paired(r["per"], base["memp"]["per"])
                 lg, llo, lhi = paired(r["per"], base["memp + levers"]["per"])
                 summary.setdefault((by, on), []).append((seed, g, lo, hi, lg, llo, lhi, r["score"]))
-                shown = arch.key() + (f" (first {args.lme_limit} test instances)" if where(arch, on) != on else "")
+                shown = arch.key() + (f" (first {args.lme_subset} test instances)" if where(arch, on) != on else "")
                 print(f"| {by} | {seed} | `{shown}` | {r['score']:.4f} | {g:+.4f} [{lo:+.4f}, {hi:+.4f}] | "
                       f"{lg:+.4f} [{llo:+.4f}, {lhi:+.4f}] | {r['memory_words'] or 0:,.0f} |", flush=True)
         own, other = on, next(t for t in TASKS if t != on)
@@ -216,7 +218,7 @@ def main() -> int:
                     cells.append("not scored | ")
                     continue
                 g, lo, hi = paired(r["per"], ref["per"])
-                note = f" (first {args.lme_limit})" if where(arch, on) != on else ""
+                note = f" (first {args.lme_subset})" if where(arch, on) != on else ""
                 cells.append(f"{r['score']:.4f}{note} | {g:+.4f} [{lo:+.4f}, {hi:+.4f}]")
             print(f"| {name} | `{arch.key()}` | {' | '.join(cells)} |", flush=True)
     print()
