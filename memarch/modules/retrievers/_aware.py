@@ -46,6 +46,8 @@ AWARENESS = (
 FUSION_K = 60
 _WHEN = re.compile(r"^\s*(?:when\b|what (?:date|day|time|year|month|week)\b|which (?:date|day|year|month|week)\b|"
                    r"how long ago\b|since when\b)|\bwhen (?:did|does|do|is|was|were|will|has|had|are)\b", re.I)
+_NOW = re.compile(r"\b(?:current(?:ly)?|now|so far|to date|latest|most recent(?:ly)?|still|any ?more|these days|"
+                  r"at the moment|at present|nowadays)\b", re.I)
 _NAME = re.compile(r"\b([A-Z][a-zA-Z\-]{1,})(?:'s|’s)?\b")
 _ENTITY_FIELDS = ("name", "subject", "speaker")
 
@@ -59,6 +61,12 @@ def asks_about_time(text: str) -> bool:
     """A when-question, or a question naming a period ("in May 2023", "last week"): what the
     time-aware side serves (anchored at an arbitrary date: only whether one is named matters)."""
     return is_when_question(text) or bool(find_time_expressions(text, dt.date(2000, 1, 1), "past"))
+
+
+def asks_about_present(text: str) -> bool:
+    """A question about the state now ("my current score", "do I still ...", "so far", "the
+    latest"): where a newer mention supersedes an older one, what the recency prior serves."""
+    return _NOW.search(text) is not None
 
 
 def period_of(found: Any) -> tuple[dt.date, dt.date]:

@@ -2,8 +2,10 @@
 per-query traces ("retrieve.top_k 4 -> 8: 31% of the retrieve failures had the gold item at rank
 5-8"; "retrieve.pack items -> sentences: the gold was ranked but cut by the budget"; "retrieve.fusion
 rrf -> zscore: dense and lexical disagreed on the gold"; "retrieve.time_weight 0 -> 1: the failures
-asked about a time"; "retrieve.stem 0 -> 1: a question word matched the gold only as a stem"; and
-the module move "retrieve: hybrid -> session" of session_move.py), and, without such evidence, one coordinate step of a knob of the leader. A step the ledger refuted is
+asked about a time"; "retrieve.recency_weight 0 -> 0.5: the failures asked about the present";
+"retrieve.stem 0 -> 1: a question word matched the gold only as a stem"; "retrieve.dense_weight 1 -> 2:
+the dense side had the gold, the lexical side not"; and the module move "retrieve: hybrid -> session"
+of session_move.py), and, without such evidence, one coordinate step of a knob of the leader. A step the ledger refuted is
 never repeated from another parent, and the knob's next step goes the other way first."""
 from __future__ import annotations
 
@@ -126,6 +128,59 @@ def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
                    "asked about a time (when, or a named period)")
 
 
+def recency_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
+    """``retrieve.recency_weight 0 -> 0.5`` (the recency prior on) when at least `MIN_SHARE` of the
+    retrieve failures asked about the present ("my current score", "do I still", "so far"): where
+    a later mention updates an earlier one (LongMemEval's knowledge updates), the newest should win.
+    Reads the question text of the failures; None when the retriever has the prior on already."""
+    from memarch.modules.retrievers import asks_about_present
+
+    arch = result.architecture
+    if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.recency_weight", 0):
+        return None
+    if _knob(space, arch, "retrieve.recency_weight") is None:
+        return None
+    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"]
+    hits = [o for o in failures if asks_about_present(str(o.evidence.get("question", "")))]
+    return backed("retrieve.recency_weight", 0, 0.5, hits, failures, "retrieve.recency_weight 0 -> 0.5",
+                  "asked about the present (current, still, so far, latest)")
+
+
+DENSE_REACH = 3  # a side "has" the gold when it ranks it this high
+
+
+def dense_weight_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
+    """``retrieve.dense_weight w -> 2w`` when at least `MIN_SHARE` of the retrieve failures had the
+    dense side rank the gold in its top `DENSE_REACH` and the lexical side not (a request that
+    shares no words with what it recalls: "suggest a hotel" against "I prefer boutique places";
+    LongMemEval's preferences), or ``w -> w/2`` when the lexical side had it and the dense side not,
+    whichever more failures back. Reads ``gold_dense_rank`` / ``gold_lexical_rank`` of the deeper
+    read (`gold_rank`); None without that evidence or at the knob's bound."""
+    arch = result.architecture
+    if arch is None or space.mode != "full":
+        return None
+    found = _knob(space, arch, "retrieve.dense_weight")
+    if found is None:
+        return None
+    knob = found[1]
+    weight = float(arch.param_dict.get("retrieve.dense_weight", knob.default))
+    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"
+                and "gold_dense_rank" in o.evidence]
+
+    def has(rank: Any) -> bool:
+        return rank is not None and rank <= DENSE_REACH
+
+    dense = [o for o in failures if has(o.evidence["gold_dense_rank"]) and not has(o.evidence["gold_lexical_rank"])]
+    lexical = [o for o in failures if has(o.evidence["gold_lexical_rank"]) and not has(o.evidence["gold_dense_rank"])]
+    up, down = knob.coerce(min(float(knob.high), 2 * weight)), knob.coerce(max(float(knob.low), weight / 2))
+    hits, after, (side, other) = ((dense, up, ("dense", "lexical")) if len(dense) >= len(lexical)
+                                  else (lexical, down, ("lexical", "dense")))
+    if after == weight:
+        return None
+    return backed("retrieve.dense_weight", weight, after, hits, failures, f"retrieve.dense_weight {weight:g} -> {after:g}",
+                  f"had the {side} side rank the gold in its top {DENSE_REACH} and the {other} side not")
+
+
 def stem_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
     """``retrieve.stem 0 -> 1`` (BM25 over Snowball stems) when at least `MIN_SHARE` of the
     retrieve failures had a question word that matches the gold item only in another form ("paintings"
@@ -169,7 +224,8 @@ def numeric_proposals(space: "ParamSpace", leader: TrialResult, blocked: set[str
     parent = arch.key()
     move = None
     for found in (top_k_move(leader, space), pack_move(leader, space), fusion_move(leader, space),
-                  time_move(leader, space), session_move(leader, space), stem_move(leader, space)):
+                  time_move(leader, space), recency_move(leader, space), session_move(leader, space),
+                  stem_move(leader, space), dense_weight_move(leader, space)):
         move = move or found
         if found is None:
             continue
