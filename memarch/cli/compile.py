@@ -220,7 +220,7 @@ def build_resources(args, roles):
 def evaluator_space(evaluator, lm, exclude: str = ""):
     """The architecture space the evaluator's benchmark is searched in, less ``--exclude``
     (compile() searches the same)."""
-    return evaluator.architecture_space(lm_available=lm is not None, exclude=exclude.split(","))
+    return evaluator.architecture_space(lm_available=lm is not None, exclude=exclude)
 
 
 def print_plan(args, evaluator, space) -> None:

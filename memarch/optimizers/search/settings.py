@@ -147,8 +147,7 @@ class SearchSettings(Settings):
         fixed = {"budget": int(self.budget), "finalists": max(1, self.finalists), "objectives": objectives,
                  "select": selection, "pruner": check_pruner(self.pruner),
                  "prompt_optimizer": check_prompt_optimizer(self.prompt_optimizer),
-                 "exclude": tuple(n.strip() for t in ([self.exclude] if isinstance(self.exclude, str)
-                                                      else self.exclude) for n in str(t).split(",") if n.strip())}
+                 "exclude": (self.exclude,) if isinstance(self.exclude, str) else tuple(self.exclude)}
         for name, value in fixed.items():
             object.__setattr__(self, name, value)
 
