@@ -110,6 +110,19 @@ def fusion_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
                    "had one side rank the gold within top_k and the other not")
 
 
+def _question_move(result: TrialResult, space: "ParamSpace", key: str, after: float, asks: Any,
+                   why: str) -> NumericMove | None:
+    """``key 0 -> after`` (a query-aware side switched on) when at least `MIN_SHARE` of the retrieve
+    failures asked a question ``asks(text)`` recognises; None when the side is on already or the
+    leader's retriever has no such knob."""
+    arch = result.architecture
+    if arch is None or space.mode != "full" or arch.param_dict.get(key, 0) or _knob(space, arch, key) is None:
+        return None
+    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"]
+    hits = [o for o in failures if asks(str(o.evidence.get("question", "")))]
+    return backed(key, 0, after, hits, failures, f"{key} 0 -> {after:g}", why)
+
+
 def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
     """``retrieve.time_weight 0 -> 1`` (the time-aware side on) when at least `MIN_SHARE` of the
     retrieve failures were questions about a time: a when-question ("When did ...") or one that
@@ -117,15 +130,8 @@ def time_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
     the retriever is time-aware already."""
     from memarch.modules.retrievers import asks_about_time
 
-    arch = result.architecture
-    if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.time_weight", 0):
-        return None
-    if _knob(space, arch, "retrieve.time_weight") is None:
-        return None
-    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"]
-    hits = [o for o in failures if asks_about_time(str(o.evidence.get("question", "")))]
-    return backed("retrieve.time_weight", 0, 1.0, hits, failures, "retrieve.time_weight 0 -> 1",
-                   "asked about a time (when, or a named period)")
+    return _question_move(result, space, "retrieve.time_weight", 1.0, asks_about_time,
+                          "asked about a time (when, or a named period)")
 
 
 def recency_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None:
@@ -135,15 +141,8 @@ def recency_move(result: TrialResult, space: "ParamSpace") -> NumericMove | None
     Reads the question text of the failures; None when the retriever has the prior on already."""
     from memarch.modules.retrievers import asks_about_present
 
-    arch = result.architecture
-    if arch is None or space.mode != "full" or arch.param_dict.get("retrieve.recency_weight", 0):
-        return None
-    if _knob(space, arch, "retrieve.recency_weight") is None:
-        return None
-    failures = [o for o in result.outcomes if not o.success and o.attribution == "retrieve"]
-    hits = [o for o in failures if asks_about_present(str(o.evidence.get("question", "")))]
-    return backed("retrieve.recency_weight", 0, 0.5, hits, failures, "retrieve.recency_weight 0 -> 0.5",
-                  "asked about the present (current, still, so far, latest)")
+    return _question_move(result, space, "retrieve.recency_weight", 0.5, asks_about_present,
+                          "asked about the present (current, still, so far, latest)")
 
 
 DENSE_REACH = 3  # a side "has" the gold when it ranks it this high
