@@ -28,6 +28,10 @@ def add_arguments(p) -> None:
     p.add_argument("--context-budget", type=int, default=DEFAULT_CONTEXT_BUDGET,
                    help=f"context budget B in words (default {DEFAULT_CONTEXT_BUDGET}; top_k = B/10)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (quick builds)")
+    p.add_argument("--split-limit", type=int, default=None, metavar="N",
+                   help="only the first N questions of each split (a fixed subset of a costly benchmark)")
+    p.add_argument("--exclude", default="", metavar="MODULES",
+                   help="modules left out of the space, comma-separated (e.g. entity, or encoder:entity)")
     p.add_argument("--levers", default=None, metavar="KNOB=V,V;...",
                    help="also read every architecture at each combination of these retriever knob levels, "
                         "e.g. \"retrieve.pack=0,1;retrieve.pack_compact=0,1;retrieve.time_weight=0,1\" "
@@ -69,7 +73,7 @@ def run(args) -> int:
     from memarch.pipeline.resources import Resources
 
     shard = parse_shard(args.shard)
-    for opt in ("sample", "context_budget", "limit"):
+    for opt in ("sample", "context_budget", "limit", "split_limit"):
         value = getattr(args, opt)
         if value is not None and value < 1:
             raise MemarchError(f"--{opt.replace('_', '-')} must be at least 1, not {value}")
@@ -91,7 +95,8 @@ def run(args) -> int:
     levers = parse_levers(args.levers)
     bench = get_benchmark(args.benchmark, args.data, **knobs)
     plan = plan_build(bench, resources=resources, context_budget=args.context_budget, sample=args.sample,
-                      seed=args.seed, limit=args.limit, knobs=knobs, levers=levers)
+                      seed=args.seed, limit=args.limit, knobs=knobs, levers=levers, split_limit=args.split_limit,
+                      exclude=tuple(m.strip() for m in args.exclude.split(",") if m.strip()))
     already = out.exists() and not (out.parent / f"{out.name}.parts").exists()
     land = build(plan, out, shard=shard, progress=not args.quiet)
     if already:

@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
 
     p.add_argument("file", help="a landscape .npz (memarch landscape build)")
     p.add_argument("--strategies", default="guided,random,tpe",
-                   help="comma-separated, of guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc; "
+                   help="comma-separated, of guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc,hybrid; "
                    "NAME@none runs NAME without the warm start (default guided,random,tpe)")
     p.add_argument("--seeds", type=int, default=50, help="seeds per strategy (default 50)")
     p.add_argument("--first-seed", type=int, default=0,
@@ -26,6 +26,11 @@ def add_arguments(p) -> None:
                    help=f"distinct architectures per run (default {DEFAULT_BUDGET})")
     p.add_argument("--horizon", type=int, default=None,
                    help="trials to continue to, to time the top (default 10 x budget)")
+    p.add_argument("--budgets", default=None, metavar="N,N,...",
+                   help="budgets to choose a pick at for the protocol table (regret per budget, paired tests; "
+                        "default 5,10,20,40 up to the horizon, and --budget)")
+    p.add_argument("--reference", default="tpe", metavar="STRATEGY",
+                   help="the strategy every other is paired against in the protocol table (default tpe)")
     p.add_argument("--metric", default=None, metavar="NAME",
                    help="a metric the landscape stores (default answer_span when stored)")
     p.add_argument("--warm-start", choices=("presets", "none"), default="presets",
@@ -56,6 +61,18 @@ def run(args) -> int:
         raise MemarchError(f"--horizon ({args.horizon}) must be at least --budget ({args.budget})")
     if not 0 < args.top < 1:
         raise MemarchError(f"--top must be a share between 0 and 1, got {args.top}")
+    from memarch.optimizers.landscapes.protocol import BUDGETS
+
+    horizon = args.horizon or 10 * args.budget
+    try:
+        budgets = (tuple(int(b) for b in args.budgets.split(",") if b.strip()) if args.budgets is not None
+                   else tuple(b for b in BUDGETS if b <= horizon))
+    except ValueError:
+        raise MemarchError(f"--budgets: expected integers separated by commas, not {args.budgets!r}") from None
+    if any(b < 1 for b in budgets):
+        raise MemarchError(f"--budgets must be at least 1 each, got {args.budgets}")
+    if args.horizon is not None and budgets and max(budgets) > args.horizon:
+        raise MemarchError(f"--budgets {max(budgets)} is past --horizon {args.horizon}")
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     if not strategies:
         raise MemarchError("--strategies names no strategy")
@@ -71,7 +88,7 @@ def run(args) -> int:
         writable_dir(Path(args.out).parent or ".")  # before the runs, not when they are saved
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     replay = Replay(land, metric=args.metric, budget=args.budget, horizon=args.horizon,
-                    warm_start=args.warm_start, k=args.k, top_share=args.top, pruner=args.pruner)
+                    warm_start=args.warm_start, k=args.k, top_share=args.top, pruner=args.pruner, budgets=budgets)
     from tqdm import tqdm
 
     bar = tqdm(total=len(strategies) * args.seeds, desc="replay", unit="run", leave=False, file=sys.stderr)
@@ -79,14 +96,19 @@ def run(args) -> int:
         report = replay.run_all(strategies, range(args.first_seed, args.first_seed + args.seeds), workers=args.workers, progress=lambda r: bar.update(1))
     finally:
         bar.close()
-    table = report.table()
+    from memarch.optimizers.landscapes.protocol import ProtocolReport
+
+    protocol = ProtocolReport(report, reference=args.reference)
+    table = report.table() + "\n" + protocol.table()
     print(table)
     if args.out:
         out = Path(args.out)
         from memarch.pipeline.files import atomic_write_json
 
         out.with_suffix(".txt").write_text(table + "\n")
-        atomic_write_json(out.with_suffix(".json"), json.loads(json.dumps(report.to_dict(), default=str)))
+        atomic_write_json(out.with_suffix(".json"), json.loads(json.dumps(
+            {**report.to_dict(), "protocol": protocol.to_dict()}, default=str)))
         png = report.plot(out.with_suffix(".png"))
-        print(f"written: {out.with_suffix('.txt')}, {out.with_suffix('.json')}, {png}")
+        regret = protocol.plot(out.parent / f"{out.name}-regret.png")
+        print(f"written: {out.with_suffix('.txt')}, {out.with_suffix('.json')}, {png}, {regret}")
     return 0

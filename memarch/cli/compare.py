@@ -58,17 +58,28 @@ def compare_main(args, strategies: list[str], roles) -> int:
     fronts_png = cmp.plot_fronts(out / f"compare-{args.benchmark}-fronts.png")
     budget = f"{evaluator.memory_budget.describe()}\n" if evaluator.memory_budget is not None else ""
     table = metric_line(evaluator) + "\n" + space_line(space, args.space) + "\n" + budget + cmp.table()
-    oracle = None
+    from memarch.optimizers.landscapes.protocol import paired_test_lines
+
+    paired = paired_test_lines({s: {int(r.seed or 0): r.test_score for r in reps if r.test_score is not None}
+                                for s, reps in cmp.runs.items()})
+    table += "".join("\n" + line for line in paired)
+    oracle = regret_png = None
     if landscape is not None:
         from memarch.optimizers.landscapes.compare_oracle import OracleView, check_landscape
 
         check_landscape(landscape, args.benchmark, evaluator.family, cmp.metric)
         oracle = OracleView(landscape, cmp.runs, budget=args.budget, metric=cmp.metric)
         table += "\n" + "\n".join(oracle.lines())
+        protocol = oracle.protocol()
+        if protocol.report.runs:
+            table += "\n" + protocol.table()
+            regret_png = protocol.plot(out / f"compare-{args.benchmark}-regret.png")
     (out / f"compare-{args.benchmark}.txt").write_text(table + "\n")
     _write_json(out / f"compare-{args.benchmark}.json", args, cmp, evaluator, oracle)
     print(table)
     print(f"curves: {png}")
+    if regret_png is not None:
+        print(f"regret against budget: {regret_png}")
     if fronts_png is not None:
         print(f"Pareto fronts: {fronts_png}")
     if not args.no_tracking:

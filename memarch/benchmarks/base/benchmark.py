@@ -163,6 +163,24 @@ class Benchmark:
             left -= len(kept[-1].questions)
         return self._view(dialogues=kept)
 
+    def limit_per_split(self, n: int | None) -> "Benchmark":
+        """The first ``n`` questions of each split in stream order (what `evaluate(..., limit=n)`
+        scores of each split); a dialogue keeps all its sessions and the kept questions."""
+        if n is None:
+            return self
+        left = {name: int(n) for name in SPLITS}
+        kept = []
+        for d in self.dialogues:
+            qs = []
+            for q in d.questions:
+                split = self.split_of(d, q)
+                if left.get(split, 0) > 0:
+                    qs.append(q)
+                    left[split] -= 1
+            if qs:
+                kept.append(replace(d, questions=qs))
+        return self._view(dialogues=kept)
+
     def _view(self, **changes: Any) -> "Benchmark":
         """A shallow copy with some attributes replaced; the data itself is shared, never copied."""
         view = object.__new__(type(self))

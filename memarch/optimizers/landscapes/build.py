@@ -159,7 +159,8 @@ def _query_table(bench: Benchmark, view: Benchmark, resources: Resources, budget
 def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_budget: int = DEFAULT_CONTEXT_BUDGET,
                sample: int | None = None, seed: int = 0, limit: int | None = None,
                knobs: dict[str, Any] | None = None, architectures: list | None = None,
-               presets: bool = True, levers: dict[str, Any] | None = None) -> BuildPlan:
+               presets: bool = True, levers: dict[str, Any] | None = None, split_limit: int | None = None,
+               exclude: tuple[str, ...] = ()) -> BuildPlan:
     """Everything a build needs before it evaluates: architectures, units, question table, meta.
 
     Example::
@@ -179,6 +180,10 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_
         presets: add every valid preset (the CLI always does).
         levers: retriever knob levels (levers.py): every architecture is also read at each
             combination, ``{"retrieve.pack": (0, 1)}`` doubles the rows (and the reads, not the writes).
+        split_limit: only the first N questions of each split (a fixed subset of a costly benchmark:
+            LongMemEval's instances are whole haystacks).
+        exclude: modules left out of the space (``("entity",)``; `ArchitectureSpace`'s ``exclude``):
+            neither sampled nor added as presets; replays search the same space.
     """
     if bench.protocol != STREAM:
         raise MemarchError(f"{bench.name}: landscapes need a conversation (stream) benchmark")
@@ -187,14 +192,14 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_
         raise MemarchError("landscapes are LM-free: build them without an LM")
     top_k = default_top_k(context_budget) if context_budget else DEFAULT_TOP_K
     family = bench.family
-    space = ArchitectureSpace(family, lm_available=False)
+    space = ArchitectureSpace(family, lm_available=False, exclude=exclude)
     archs, preset_keys, added = _architectures(space, sample, seed, architectures, presets)
     categorical = len(archs)
     if levers:
         from memarch.optimizers.landscapes.levers import grid_size, with_levers
 
         archs = sorted(with_levers(archs, levers, space), key=lambda a: a.key())
-    view = bench.limit(limit)
+    view = bench.limit(limit).limit_per_split(split_limit)
     queries, metrics = _query_table(bench, view, resources, context_budget, top_k)
     from memarch._version import __version__
 
@@ -211,6 +216,8 @@ def plan_build(bench: Benchmark, *, resources: Resources | None = None, context_
                    "requested": len(architectures) if architectures is not None else sample, "presets_added": added, "architectures": categorical,
                    "space": space.count_valid()},
         "presets": preset_keys, "planned": ["none"] + [a.key() for a in archs],
+        **({"split_limit": split_limit} if split_limit else {}),
+        **({"exclude": list(space.exclude)} if space.exclude else {}),
         **({"levers": {"levels": {k: list(v) for k, v in levers.items()}, "grid": grid_size(levers),
                        "categorical": categorical, "rows": len(archs)}} if levers else {}),
         "queries": {s: int((queries["query_split"] == i).sum()) for i, s in enumerate(SPLITS)},

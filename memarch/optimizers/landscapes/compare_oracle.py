@@ -21,6 +21,7 @@ from memarch.optimizers.landscapes.report import strategy_lines
 from memarch.optimizers.search.bootstrap import bootstrap_ci, ratio_ci
 
 if TYPE_CHECKING:
+    from memarch.optimizers.landscapes.protocol import ProtocolReport
     from memarch.optimizers.landscapes.table import Landscape
     from memarch.optimizers.compile import CompileReport
 
@@ -140,6 +141,45 @@ class OracleView:
         rows = [{**r, "note": f"{r['picks_missing']} picks not in the landscape" if r["picks_missing"] else ""}
                 for r in self.rows()]
         return out + strategy_lines(rows, self.ratios())
+
+    def protocol(self, *, reference: str = "tpe", finalists: int = 3) -> "ProtocolReport":
+        """Issue 50's protocol over the live runs (protocol.py): regret per budget (5, 10, 20, 40 up to
+        the compare's), paired against ``reference``. At the compare's budget the pick is the run's
+        own (chosen on live validation); at a smaller budget N it is chosen as a replay would, on the
+        landscape's validation scores among the ``finalists`` best of the run's first N by the
+        landscape's search score. Every test score is the landscape's."""
+        from types import SimpleNamespace
+
+        from memarch.optimizers.landscapes.protocol import BUDGETS, ProtocolReport
+        from memarch.optimizers.landscapes.report import ReplayRun
+
+        t = self.table
+        budgets = [b for b in BUDGETS if b < self.budget] + [self.budget]
+        runs = []
+        for strategy, reports in self.runs.items():
+            for r in reports:
+                keys = [k for k in r.evaluated if k in self.landscape]
+                picks = {}
+                for b in budgets:
+                    if b == self.budget:
+                        key = r.architecture.key() if r.architecture.key() in self.landscape else None
+                    else:
+                        prefix = sorted(r.evaluated[:b], key=lambda k: (-t.search[self._row(k)], t.cost[self._row(k)])
+                                        if k in self.landscape else (math.inf, 0))[:finalists]
+                        prefix = [k for k in prefix if k in self.landscape]
+                        key = max(prefix, key=lambda k: t.validation[self._row(k)]) if prefix else None
+                    if key is not None:
+                        i = self.landscape.index(key)
+                        picks[b] = {"pick": key, "validation": float(t.validation[i]), "test": float(t.test[i])}
+                runs.append(ReplayRun(strategy=strategy, seed=int(r.seed or 0), keys=keys,
+                                      pick=r.architecture.key(), pick_validation=r.validation_score,
+                                      pick_test=picks.get(self.budget, {}).get("test", float("nan")),
+                                      trials_to_top=t.first_top(list(r.evaluated)), curve=list(r.curve), picks=picks))
+        complete = [run for run in runs if all(b in run.picks for b in budgets)]
+        view = SimpleNamespace(runs=complete, table_=t, strategies=list(dict.fromkeys(r.strategy for r in complete)),
+                               replay=SimpleNamespace(horizon=self.budget, warm_start="presets"),
+                               by_strategy=lambda s: [r for r in complete if r.strategy == s])
+        return ProtocolReport(view, reference=reference)
 
     def to_dict(self) -> dict[str, Any]:
         return {"landscape": self.landscape.path, "top": sorted(self.table.top), "agreement": self.agreement(),

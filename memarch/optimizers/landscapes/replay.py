@@ -51,7 +51,7 @@ class LandscapeSubspace(ArchitectureSpace):
     sampled landscape are invalid here (pruned, never counted), so strategies search the table."""
 
     def __init__(self, landscape: "Landscape"):
-        super().__init__(landscape.family, lm_available=False)
+        super().__init__(landscape.family, lm_available=False, exclude=landscape.meta.get("exclude") or ())
         self.landscape = landscape
 
     def violations(self, arch):  # type: ignore[override]
@@ -88,19 +88,24 @@ class Replay:
             (``tpe+median``): lookups are handed out dialogue by dialogue and ``budget`` and
             ``horizon`` count full-evaluation equivalents; runs also report the evaluation cost to
             the first (complete) top architecture.
+        budgets: more budgets to choose a pick at (each run's first N distinct architectures, the
+            pick chosen on validation as at ``budget``), for the regret-per-budget protocol
+            (protocol.py); the horizon is raised to the largest.
     """
 
     def __init__(self, landscape: "Landscape", *, metric: str | None = None, budget: int = DEFAULT_BUDGET,
                  horizon: int | None = None, warm_start: str = "presets", k: int = 3,
                  finalists: int = DEFAULT_FINALISTS,
-                 top_share: float = 0.01, threshold: float = 0.5, pruner: str = "none"):
+                 top_share: float = 0.01, threshold: float = 0.5, pruner: str = "none",
+                 budgets: tuple[int, ...] = ()):
         from memarch.optimizers.landscapes.evaluator import LandscapeEvaluator
 
         self.landscape = landscape
         self.evaluator = LandscapeEvaluator(landscape, metric=metric, threshold=threshold)
         self.metric = self.evaluator.metric
         self.budget = int(budget)
-        self.horizon = max(int(horizon or 10 * budget), self.budget)
+        self.budgets = tuple(sorted({int(b) for b in budgets} | {self.budget}))
+        self.horizon = max(int(horizon or 10 * budget), self.budgets[-1])
         self.warm_start = warm_start
         self.k, self.finalists, self.top_share = int(k), int(finalists), float(top_share)
         self.space = LandscapeSubspace(landscape)
@@ -117,6 +122,7 @@ class Replay:
         if self.horizon > self.size:
             self.horizon = self.size
             self.budget = min(self.budget, self.size)
+            self.budgets = tuple(sorted({min(b, self.size) for b in self.budgets}))
 
     def param_space(self) -> ParamSpace:
         """What strategies search: the categorical space, plus the landscape's lever levels."""
@@ -161,6 +167,12 @@ class Replay:
         prefix = History(history.records[:self.budget] if pruner == "none" else
                          [r for r in history.records if r.number in within], cache=history.cache)
         pick, val = choose_on_validation(prefix, self.evaluator, "validation", self.finalists)
+        picks = {self.budget: self._pick_row(pick.key(), val[pick.key()])}
+        for b in self.budgets:  # the same choice on each shorter (or longer) prefix of the run
+            if b != self.budget and pruner == "none":
+                p, v = choose_on_validation(History(history.records[:b], cache=history.cache), self.evaluator,
+                                            "validation", self.finalists)
+                picks[b] = self._pick_row(p.key(), v[p.key()])
         counts = dict(search.stats())
         if snap is not None:
             counts["snapped"] = snap.snapped
@@ -169,7 +181,11 @@ class Replay:
                          pick_test=float(self.table.test[self.landscape.index(pick)]),
                          trials_to_top=self.table.first_top(keys), curve=history.best_so_far(),
                          counts=counts, stopped=stopped, cost_to_top=cost_to_top, cost=spent,
-                         pruned=len(history.partial))
+                         pruned=len(history.partial), picks=dict(sorted(picks.items())))
+
+    def _pick_row(self, key: str, validation: float | None) -> dict[str, Any]:
+        row = self.landscape.index(key)
+        return {"pick": key, "validation": validation, "test": float(self.table.test[row])}
 
     def _costs(self, study: optuna.Study) -> tuple[set[int], float | None, float]:
         """(trials completed within the budget's cost, the cost when the first complete top

@@ -38,6 +38,9 @@ class ReplayRun:
     cost_to_top: float | None = None  # full evaluations spent when the first top one completed (None: not within the horizon)
     cost: float = 0.0  # full evaluations the run spent (a pruned trial costs the share of dialogues it saw)
     pruned: int = 0  # trials a pruner stopped
+    # budget -> the pick chosen on validation among the run's first `budget` distinct architectures:
+    # {"pick", "validation", "test"} (the replay's budget, and its `budgets`; protocol.py reads them)
+    picks: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 class ReplayReport:
@@ -180,7 +183,8 @@ class ReplayReport:
                 "runs": [{"strategy": r.strategy, "seed": r.seed, "pick": r.pick, "pick_test": r.pick_test,
                           "pick_validation": r.pick_validation, "trials_to_top": r.trials_to_top,
                           "evaluated": r.keys[:rp.budget], "counts": r.counts, "stopped": r.stopped,
-                          "cost_to_top": r.cost_to_top, "cost": r.cost, "pruned": r.pruned}
+                          "cost_to_top": r.cost_to_top, "cost": r.cost, "pruned": r.pruned,
+                          "picks": {str(b): v for b, v in r.picks.items()}}
                          for r in self.runs]}
 
     def plot(self, path: str | Path) -> Path:

@@ -1,6 +1,7 @@
 """The strategies by name. Every strategy is an Optuna sampler (the one contract they all honour):
 ``random``, ``tpe``, ``tpe-multivariate``, ``nsga2``, ``nsga3``, ``gp`` and ``qmc`` are Optuna's,
-``bruteforce`` enumerates the valid space, ``guided`` is AutoMem's `GuidedSampler`. The registry is
+``bruteforce`` enumerates the valid space, ``guided`` is AutoMem's `GuidedSampler`, ``hybrid`` is TPE
+steered by guided's diagnosis (`HybridSampler`, the "Centaur" shape). The registry is
 what `compile`, `compare` and `landscape replay` offer; `UNSUPPORTED` names Optuna samplers that do not
 fit this space and why (docs/search.md, "Optuna's samplers as baselines")."""
 from __future__ import annotations
@@ -75,6 +76,13 @@ def _guided(space: "ParamSpace", seed: int | None, *, k: int = 3, lm: Any = None
     return GuidedSampler(space, k=k, seed=seed, meta_lm=meta_lm if meta_lm is not None else lm)
 
 
+def _hybrid(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+    # TPE proposes; guided overrides a trial only where the leader's traces name a module and a move.
+    from memarch.optimizers.samplers.guided.hybrid import HybridSampler
+
+    return HybridSampler(space, seed=seed)
+
+
 def _archive(space: "ParamSpace", seed: int | None, *, k: int = 3, lm: Any = None, meta_lm: Any = None,
              no_memory: Any = None, **_: Any) -> optuna.samplers.BaseSampler:
     # ALMA's archive; no_memory: the no-memory score (a number or a callable; see ArchiveSampler).
@@ -94,6 +102,7 @@ STRATEGIES: dict[str, Callable[..., optuna.samplers.BaseSampler]] = {
     "nsga3": _nsga3,
     "gp": _gp,
     "qmc": _qmc,
+    "hybrid": _hybrid,
 }
 
 # Optuna samplers that do not fit this space, and why (one line each; `check_strategy` prints it).

@@ -65,6 +65,10 @@ def test_cli_compare_scores_live_runs_against_the_landscape(small_landscape, tmp
     assert code == 0
     text = capsys.readouterr().out
     assert "against the landscape" in text and "trials to top, guided / random" in text
+    # issue 50's protocol over the live runs: the paired test of the picks, regret at the budget, its PNG
+    assert "pick's test score paired against guided by seed" in text and "random" in text
+    assert "protocol (issue 50): budgets 5 " in text and "regret@5" in text
+    assert (out / "compare-generated-regret.png").stat().st_size > 0
     data = json.loads((out / "compare-generated.json").read_text())["landscape"]
     agree = data["agreement"]
     # The landscape was built from the same benchmark, splits and embedder: every live search score

@@ -63,7 +63,7 @@ def test_every_strategy_builds_a_declared_sampler(space):
         else:  # one of Optuna's own: nothing to report
             assert (report.rounds, report.stats(), report.round_of(0)) == ((), {}, None), name
     # the strategies memarch wrote are memarch's samplers, with their own counts
-    assert {n for n, s in built.items() if isinstance(s, MemarchSampler)} == {"guided", "archive", "bruteforce", "gp"}
+    assert {n for n, s in built.items() if isinstance(s, MemarchSampler)} == {"guided", "archive", "bruteforce", "gp", "hybrid"}
     assert report_of(built["gp"]).stats() == {"gp_proposals": 0, "gp_fallback": 0}
 
 
