@@ -49,7 +49,7 @@ def compile_args(args, task: str) -> list[str]:
     return ["--benchmark", "locomo", "--data", str(args.locomo)]
 
 
-def compile_seed(args, task: str, seed: int, program: Path) -> None:
+def compile_seed(args, task: str, seed: int, program: Path, strategy: str = "guided") -> None:
     """One `memarch compile` as a user runs it (defaults: no pruner), its wall time kept beside."""
     if program.exists():
         return
@@ -59,7 +59,7 @@ def compile_seed(args, task: str, seed: int, program: Path) -> None:
         sys.exit(f"{task} seed {seed}: {study} exists but {program} does not: a compile of it is running, or "
                  "was killed; wait for it, or delete the .db to start the seed again")
     cmd = [sys.executable, "-m", "memarch", "compile", *compile_args(args, task), "--space", "full",
-           "--budget", str(args.budget), "--seeds", "1", "--first-seed", str(seed), "--strategies", "guided",
+           "--budget", str(args.budget), "--seeds", "1", "--first-seed", str(seed), "--strategies", strategy,
            "--no-tracking", "--storage", f"sqlite:///{study.resolve()}", "--out", str(out), "--output", str(program)]
     print(" ".join(cmd[2:]), flush=True)
     load = os.getloadavg()[0]

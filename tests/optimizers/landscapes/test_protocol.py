@@ -177,3 +177,21 @@ def test_cli_prints_the_protocol_and_writes_its_png(small_landscape, tmp_path, c
                  "--seeds", "1"]) == 2
     assert "past --horizon" in capsys.readouterr().err
     assert main(["landscape", "replay", small_landscape.path, "--budgets", "5,x", "--seeds", "1"]) == 2
+
+
+def test_the_benchmark_script_prints_the_noise_and_the_protocol(small_landscape, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_strategies.py"
+    done = subprocess.run([sys.executable, str(script), small_landscape.path, "--strategies", "hybrid,tpe",
+                           "--seeds", "2", "--budget", "5", "--horizon", "10", "--warm-starts", "presets,none",
+                           "--resplits", "20", "--workers", "1", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "split noise over 20 re-splits" in done.stdout and done.stdout.count("protocol (issue 50)") == 2
+    noise = json.loads((tmp_path / "small-noise.json").read_text())
+    lo, mid, hi = noise["best_preset_test"]
+    assert lo <= mid <= hi and noise["resplits"] == 20
+    assert (tmp_path / "small-none-regret.png").exists()
