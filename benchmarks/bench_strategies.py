@@ -69,7 +69,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--warm-starts", default="presets,none")
     ap.add_argument("--metric", default=None)
-    ap.add_argument("--resplits", type=int, default=200)
+    ap.add_argument("--resplits", type=int, default=200, help="random re-splits for the split noise (0: none)")
     ap.add_argument("--out", default="mlruns/bench/strategies")
     args = ap.parse_args()
     if not Path(args.landscape).exists():
@@ -93,7 +93,7 @@ def main() -> int:
     for warm in [w.strip() for w in args.warm_starts.split(",") if w.strip()]:
         replay = Replay(land, metric=args.metric, budget=args.budget, budgets=budgets, horizon=args.horizon,
                         warm_start=warm)
-        if warm == args.warm_starts.split(",")[0].strip():
+        if warm == args.warm_starts.split(",")[0].strip() and args.resplits > 0:
             noise = split_noise(land, replay.metric, args.resplits)
             g = replay.table
             lines.append(f"split noise over {noise['resplits']} re-splits ({noise['test_units']} of {noise['units']} "

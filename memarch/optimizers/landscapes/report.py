@@ -144,8 +144,9 @@ class ReplayReport:
         lines = [f"landscape {land.path or ''}: {land.benchmark}, {len(t.rows)} architectures, questions "
                  f"search/validation/test {n_q['search']}/{n_q['validation']}/{n_q['test']} "
                  f"(split by {land.meta.get('split', {}).get('split_by', '?')}); metric {rp.metric}",
-                 f"protocol: budget {rp.budget} distinct architectures per run (warm start {rp.warm_start}: "
-                 f"{rp.k} seeded presets, the same for every strategy of a seed), pick chosen on validation "
+                 f"protocol: budget {rp.budget} distinct architectures per run ("
+                 + (f"warm start presets: {rp.k} seeded presets, the same for every strategy of a seed"
+                    if rp.warm_start == "presets" else "no warm start") + "), pick chosen on validation "
                  f"among {rp.finalists} finalists; runs continue to {rp.horizon} trials to time the top; "
                  f"top = best {t.n_top} by search score (ties: lower memory cost); medians [95% bootstrap CI] "
                  f"over seeds"]
