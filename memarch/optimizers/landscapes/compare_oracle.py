@@ -161,14 +161,8 @@ class OracleView:
                 keys = [k for k in r.evaluated if k in self.landscape]
                 picks = {}
                 for b in budgets:
-                    if b == self.budget:
-                        key = r.architecture.key() if r.architecture.key() in self.landscape else None
-                    else:
-                        prefix = sorted(r.evaluated[:b], key=lambda k: (-t.search[self._row(k)], t.cost[self._row(k)])
-                                        if k in self.landscape else (math.inf, 0))[:finalists]
-                        prefix = [k for k in prefix if k in self.landscape]
-                        key = max(prefix, key=lambda k: t.validation[self._row(k)]) if prefix else None
-                    if key is not None:
+                    key = r.architecture.key() if b == self.budget else self._runoff(r.evaluated[:b], finalists)
+                    if key is not None and key in self.landscape:
                         i = self.landscape.index(key)
                         picks[b] = {"pick": key, "validation": float(t.validation[i]), "test": float(t.test[i])}
                 runs.append(ReplayRun(strategy=strategy, seed=int(r.seed or 0), keys=keys,
@@ -180,6 +174,14 @@ class OracleView:
                                replay=SimpleNamespace(horizon=self.budget, warm_start="presets"),
                                by_strategy=lambda s: [r for r in complete if r.strategy == s])
         return ProtocolReport(view, reference=reference)
+
+    def _runoff(self, keys: list[str], finalists: int) -> str | None:
+        """A replay's choice among ``keys``: the best on the landscape's validation scores of the
+        ``finalists`` best by its search score (ties: lower memory cost); None when it holds none."""
+        t = self.table
+        held = sorted((k for k in keys if k in self.landscape),
+                      key=lambda k: (-t.search[self._row(k)], t.cost[self._row(k)]))[:finalists]
+        return max(held, key=lambda k: t.validation[self._row(k)]) if held else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"landscape": self.landscape.path, "top": sorted(self.table.top), "agreement": self.agreement(),

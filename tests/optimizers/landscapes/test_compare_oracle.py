@@ -99,3 +99,26 @@ def test_an_unwritable_out_is_refused_before_any_run(small_landscape, tmp_path, 
     assert code == 2 and err.count("\n") == 1 and "--out" in err
     assert main(["landscape", "replay", small_landscape.path, "--seeds", "1", "--out", str(blocker / "r")]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_the_protocol_over_live_runs_picks_each_budget_as_a_replay_would(small_landscape):
+    land = small_landscape
+    t = LandscapeTable(land, "answer_span")
+    rows = [k for k in land.keys if k != "none"]
+    runs = {}
+    for strategy, offset in (("tpe", 0), ("guided", 7)):
+        runs[strategy] = []
+        for seed in range(3):
+            keys = rows[offset + seed: offset + seed + 10]
+            report = SimpleNamespace(evaluated=keys, points=[[] for _ in keys], seed=seed, curve=[0.0] * 10,
+                                     validation_score=0.0, architecture=SimpleNamespace(key=lambda k=keys[-1]: k))
+            runs[strategy].append(report)
+    view = OracleView(land, runs, budget=10, metric="answer_span")
+    protocol = view.protocol()
+    assert protocol.budgets == (5, 10) and protocol.reference == "tpe"
+    for run in protocol.report.runs:
+        first5 = sorted(run.keys[:5], key=lambda k: (-t.search[land.index(k)], t.cost[land.index(k)]))[:3]
+        assert run.picks[5]["pick"] == max(first5, key=lambda k: t.validation[land.index(k)])
+        assert run.picks[10]["pick"] == run.keys[9]  # the run's own pick at its budget
+        assert run.picks[10]["test"] == pytest.approx(float(t.test[land.index(run.keys[9])]))
+    assert "protocol (issue 50): budgets 5, 10" in protocol.table()
