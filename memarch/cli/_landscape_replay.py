@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
 
     p.add_argument("file", help="a landscape .npz (memarch landscape build)")
     p.add_argument("--strategies", default="guided,random,tpe",
-                   help="comma-separated, of guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc,hybrid; "
+                   help="comma-separated, of guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,tpe-independent,nsga3,gp,qmc,hybrid; "
                    "NAME@none runs NAME without the warm start (default guided,random,tpe)")
     p.add_argument("--seeds", type=int, default=50, help="seeds per strategy (default 50)")
     p.add_argument("--first-seed", type=int, default=0,

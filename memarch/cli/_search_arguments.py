@@ -29,7 +29,7 @@ def add_search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=int, default=None, help="seeds per strategy")
     p.add_argument("--first-seed", type=int, default=0,
                    help="the first seed (seeds FIRST..FIRST+SEEDS-1; spread seeds over processes or machines)")
-    p.add_argument("--strategies", default=None, help="comma-separated: guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,nsga3,gp,qmc,hybrid")
+    p.add_argument("--strategies", default=None, help="comma-separated: guided,archive,random,tpe,nsga2,bruteforce,tpe-multivariate,tpe-independent,nsga3,gp,qmc,hybrid")
     p.add_argument("--space", choices=("categorical", "full"), default="categorical",
                    help="categorical: the method's module choices (default); full: plus each chosen module's "
                         "numeric knobs (top_k, fusion weights, chunk window, ...) as conditional parameters")

@@ -1,5 +1,5 @@
 """The strategies by name. Every strategy is an Optuna sampler (the one contract they all honour):
-``random``, ``tpe``, ``tpe-multivariate``, ``nsga2``, ``nsga3``, ``gp`` and ``qmc`` are Optuna's,
+``random``, ``tpe``, ``tpe-multivariate``, ``tpe-independent``, ``nsga2``, ``nsga3``, ``gp`` and ``qmc`` are Optuna's,
 ``bruteforce`` enumerates the valid space, ``guided`` is AutoMem's `GuidedSampler`, ``hybrid`` is TPE
 steered by guided's diagnosis (`HybridSampler`, the "Centaur" shape). The registry is
 what `compile`, `compare` and `landscape replay` offer; `UNSUPPORTED` names Optuna samplers that do not
@@ -39,6 +39,12 @@ def _tpe_multivariate(space: "ParamSpace", seed: int | None, **_: Any) -> optuna
     # this draws what `tpe` draws); forcing it makes several objectives joint too, and group=True
     # models each group of conditional knobs (--space full) jointly.
     return optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, group=True)
+
+
+def _tpe_independent(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
+    # One Parzen estimator per parameter (Optuna before 5.0, and the classical TPE of the papers):
+    # Optuna 5's default is already joint with one objective, so this is the independent baseline.
+    return optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=False)
 
 
 def _nsga3(space: "ParamSpace", seed: int | None, **_: Any) -> optuna.samplers.BaseSampler:
@@ -99,6 +105,7 @@ STRATEGIES: dict[str, Callable[..., optuna.samplers.BaseSampler]] = {
     "nsga2": _nsga2,
     "bruteforce": _bruteforce,
     "tpe-multivariate": _tpe_multivariate,
+    "tpe-independent": _tpe_independent,
     "nsga3": _nsga3,
     "gp": _gp,
     "qmc": _qmc,

@@ -20,7 +20,7 @@ from memarch.optimizers.search.study import make_storage, open_study
 from memarch.pipeline.space import ArchitectureSpace
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-BASELINES = ["tpe-multivariate", "nsga2", "nsga3", "gp", "qmc"]
+BASELINES = ["tpe-multivariate", "tpe-independent", "nsga2", "nsga3", "gp", "qmc"]
 TWO = ("quality", "memory_words")
 
 
@@ -128,3 +128,9 @@ def test_compare_puts_the_baselines_in_its_table_and_curves(space, tmp_path):
     head = next(ln for ln in lines if ln.startswith("strategy"))
     assert all(len(r) <= len(head) + 30 for r in rows)  # the long name widens the column, not the row
     assert cmp.plot(tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_independent_tpe_models_each_parameter_alone():
+    sampler = make_sampler("tpe-independent", ParamSpace(ArchitectureSpace("conversation", lm_available=False)), seed=0)
+    assert isinstance(sampler, optuna.samplers.TPESampler) and sampler._multivariate is False
+    assert make_sampler("tpe", ParamSpace(ArchitectureSpace("conversation", lm_available=False)), seed=0)._multivariate is not False
