@@ -24,7 +24,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_full_space import paired  # noqa: E402  (sibling scripts)
-from bench_two_tasks import LME_EMBEDDER, METRIC, TASKS, compile_seed  # noqa: E402
+from bench_two_tasks import (LME_EMBEDDER, METRIC, TASKS, compile_seed, data_found,  # noqa: E402
+                             lme_dir_name, resources)
 
 
 def main() -> int:
@@ -43,18 +44,13 @@ def main() -> int:
     ap.add_argument("--partial", action="store_true", help="table of the programs that exist")
     ap.add_argument("--out", default="mlruns/bench/two-tasks")
     args = ap.parse_args()
-    args.locomo = Path(args.data) / "locomo" / "locomo10.json"
-    args.lme = Path(args.data) / "longmemeval" / "longmemeval_s.json.gz"
-    args.lme_subset, args.lme_test_limit = 16, None
-    for path in (args.locomo, args.lme):
-        if not path.exists():
-            print(f"no data at {path}; skipped")
-            return 0
+    if not data_found(args):
+        return 0
     out = Path(args.out)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     tasks = TASKS if args.task == "both" else (args.task,)
-    lme_dir = f"lme-{args.lme_limit}" + "".join(f"-no-{m.split(':')[-1]}" for m in args.lme_exclude.split(",") if m)
+    lme_dir = lme_dir_name(args)
 
     def program(task: str, strategy: str, seed: int) -> Path:
         base = lme_dir if task == "lme" else task
@@ -72,13 +68,6 @@ def main() -> int:
 
     from memarch.optimizers.evaluators import BenchmarkEvaluator
     from memarch.pipeline.architecture import Architecture
-    from memarch.pipeline.embed import Embedder
-    from memarch.pipeline.resources import Resources
-
-    def resources(model, cache):
-        embedder = Embedder(model, cache_dir=cache) if model else Embedder(cache_dir=cache)
-        return Resources(embedder=embedder, cache_dir=cache)
-
     evaluators = {
         "lme": lambda: BenchmarkEvaluator("longmemeval", data_path=str(args.lme), resources=resources(LME_EMBEDDER, args.lme_cache),
                                           metric=METRIC["lme"]),

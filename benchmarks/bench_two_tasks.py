@@ -42,6 +42,31 @@ LME_EMBEDDER = "all-MiniLM-L6-v2-128"
 METRIC = {"lme": "span_or_evidence", "locomo": "answer_span"}
 
 
+def data_found(args) -> bool:
+    """Set ``args.locomo`` and ``args.lme`` from ``--data``; False (and a line) when either is missing."""
+    args.locomo = Path(args.data) / "locomo" / "locomo10.json"
+    args.lme = Path(args.data) / "longmemeval" / "longmemeval_s.json.gz"
+    for path in (args.locomo, args.lme):
+        if not path.exists():
+            print(f"no data at {path}; skipped")
+            return False
+    return True
+
+
+def lme_dir_name(args) -> str:
+    """The directory of LongMemEval's compiles: ``lme-48-no-entity`` for ``--lme-limit 48 --lme-exclude entity``."""
+    return f"lme-{args.lme_limit}" + "".join(f"-no-{m.split(':')[-1]}" for m in args.lme_exclude.split(",") if m)
+
+
+def resources(model: str | None, cache: str | None):
+    """Resources with ``model`` (None: the default embedder) and ``cache`` as the cache directory."""
+    from memarch.pipeline.embed import Embedder
+    from memarch.pipeline.resources import Resources
+
+    embedder = Embedder(model, cache_dir=cache) if model else Embedder(cache_dir=cache)
+    return Resources(embedder=embedder, cache_dir=cache)
+
+
 def compile_args(args, task: str) -> list[str]:
     if task == "lme":
         return ["--benchmark", "longmemeval", "--data", str(args.lme), "--limit", str(args.lme_limit),
@@ -101,16 +126,12 @@ def main() -> int:
     ap.add_argument("--compile-only", action="store_true", help="run the missing compiles, no table")
     ap.add_argument("--out", default="mlruns/bench/two-tasks", help="programs, studies, logs, evaluations")
     args = ap.parse_args()
-    args.locomo = Path(args.data) / "locomo" / "locomo10.json"
-    args.lme = Path(args.data) / "longmemeval" / "longmemeval_s.json.gz"
-    for path in (args.locomo, args.lme):
-        if not path.exists():
-            print(f"no data at {path}; skipped")
-            return 0
+    if not data_found(args):
+        return 0
     out = Path(args.out)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     tasks = TASKS if args.task == "both" else (args.task,)
-    lme_dir = f"lme-{args.lme_limit}" + "".join(f"-no-{m.split(':')[-1]}" for m in args.lme_exclude.split(",") if m)
+    lme_dir = lme_dir_name(args)
     dirs = {t: out / (lme_dir if t == "lme" else t) for t in TASKS}
     programs = {t: {s: dirs[t] / f"seed-{s}.program.json" for s in seeds} for t in TASKS}
     for task in tasks:
@@ -130,13 +151,7 @@ def main() -> int:
 
     from memarch.optimizers.evaluators import BenchmarkEvaluator
     from memarch.pipeline.architecture import Architecture
-    from memarch.pipeline.embed import Embedder
     from memarch.pipeline.presets import preset_architectures
-    from memarch.pipeline.resources import Resources
-
-    def resources(model: str | None, cache: str | None) -> Resources:
-        embedder = Embedder(model, cache_dir=cache) if model else Embedder(cache_dir=cache)
-        return Resources(embedder=embedder, cache_dir=cache)
 
     evaluators = {
         "lme": BenchmarkEvaluator("longmemeval", data_path=str(args.lme), limit=args.lme_test_limit,
