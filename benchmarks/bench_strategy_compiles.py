@@ -7,6 +7,10 @@ bootstrap 95% CI over the test questions, and the count of seeds where it is bet
 
     .venv/bin/python benchmarks/bench_strategy_compiles.py --task lme --strategies tpe,hybrid --seeds 0,1 --compile-only
     .venv/bin/python benchmarks/bench_strategy_compiles.py --seeds 0,1,2,3,4          # the table
+    .venv/bin/python benchmarks/bench_strategy_compiles.py --rerun-guided --lme-limit 16 \
+        --lme-embedder all-MiniLM-L6-v2-static --out mlruns/bench/strategy-compiles   # every strategy today
+
+`guided-lm` is guided with the embedded LM as its proposer (`--meta-lm local`): a plumbing row.
 
 Guided's programs are issue 49's (bench_two_tasks.py, same directories and settings); tpe's and hybrid's
 sit beside them (`<dir>-tpe`, `<dir>-hybrid`). Test evaluations are shared with bench_two_tasks.py
@@ -28,6 +32,18 @@ from bench_two_tasks import (LME_EMBEDDER, METRIC, TASKS, compile_seed, data_fou
                              lme_dir_name, resources)
 
 
+# Labels that are a strategy with more compile options: guided with the embedded LM (SmolLM2-135M) as its
+# proposer, a plumbing row (the LM proves the path runs; it is too weak to say anything about quality).
+LABELS = {"guided-lm": ("guided", ("--meta-lm", "local"))}
+
+
+def program_path(out: Path, base: str, strategy: str, seed: int, rerun_guided: bool = False) -> Path:
+    """Where a strategy's program of one seed lies: guided's in issue 49's directory ``base`` unless
+    ``rerun_guided``; every other label (and guided rerun) in ``<base>-<label>``."""
+    reuse = strategy == "guided" and not rerun_guided
+    return out / (base if reuse else f"{base}-{strategy}") / f"seed-{seed}.program.json"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="../shared/data")
@@ -38,6 +54,10 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=40)
     ap.add_argument("--lme-limit", type=int, default=48)
     ap.add_argument("--lme-exclude", default="entity")
+    ap.add_argument("--lme-embedder", default=LME_EMBEDDER,
+                    help="LongMemEval's embedder (e.g. all-MiniLM-L6-v2-static, the landscape's; its own directories)")
+    ap.add_argument("--rerun-guided", action="store_true",
+                    help="compile guided with today's code into <dir>-guided instead of reusing issue 49's programs")
     ap.add_argument("--lme-cache", default=None)
     ap.add_argument("--locomo-cache", default=None)
     ap.add_argument("--compile-only", action="store_true")
@@ -54,7 +74,7 @@ def main() -> int:
 
     def program(task: str, strategy: str, seed: int) -> Path:
         base = lme_dir if task == "lme" else task
-        return out / (base if strategy == "guided" else f"{base}-{strategy}") / f"seed-{seed}.program.json"
+        return program_path(out, base, strategy, seed, args.rerun_guided)
 
     for task in tasks:
         for strategy in strategies:
@@ -62,14 +82,15 @@ def main() -> int:
                 path = program(task, strategy, seed)
                 if not path.exists() and not args.partial:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    compile_seed(args, task, seed, path, strategy)
+                    name, extra = LABELS.get(strategy, (strategy, ()))
+                    compile_seed(args, task, seed, path, name, extra)
     if args.compile_only:
         return 0
 
     from memarch.optimizers.evaluators import BenchmarkEvaluator
     from memarch.pipeline.architecture import Architecture
     evaluators = {
-        "lme": lambda: BenchmarkEvaluator("longmemeval", data_path=str(args.lme), resources=resources(LME_EMBEDDER, args.lme_cache),
+        "lme": lambda: BenchmarkEvaluator("longmemeval", data_path=str(args.lme), resources=resources(args.lme_embedder, args.lme_cache),
                                           metric=METRIC["lme"]),
         "locomo": lambda: BenchmarkEvaluator("locomo", data_path=str(args.locomo), knobs={"split_by": "dialogue"},
                                              resources=resources(None, args.locomo_cache), metric=METRIC["locomo"]),
@@ -80,6 +101,8 @@ def main() -> int:
 
     def test(arch: Architecture, task: str) -> dict:
         key = f"{arch.key()} @ {task} test"
+        if task == "lme" and args.lme_embedder != LME_EMBEDDER:
+            key += f" @ {args.lme_embedder}"
         if key not in cache:
             if task not in made:
                 made[task] = evaluators[task]()

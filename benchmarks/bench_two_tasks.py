@@ -55,7 +55,9 @@ def data_found(args) -> bool:
 
 def lme_dir_name(args) -> str:
     """The directory of LongMemEval's compiles: ``lme-48-no-entity`` for ``--lme-limit 48 --lme-exclude entity``."""
-    return f"lme-{args.lme_limit}" + "".join(f"-no-{m.split(':')[-1]}" for m in args.lme_exclude.split(",") if m)
+    embedder = getattr(args, "lme_embedder", LME_EMBEDDER)
+    return (f"lme-{args.lme_limit}" + "".join(f"-no-{m.split(':')[-1]}" for m in args.lme_exclude.split(",") if m)
+            + ("" if embedder == LME_EMBEDDER else f"-{embedder}"))
 
 
 def resources(model: str | None, cache: str | None):
@@ -70,12 +72,13 @@ def resources(model: str | None, cache: str | None):
 def compile_args(args, task: str) -> list[str]:
     if task == "lme":
         return ["--benchmark", "longmemeval", "--data", str(args.lme), "--limit", str(args.lme_limit),
-                "--embedder", LME_EMBEDDER, *(["--exclude", args.lme_exclude] if args.lme_exclude else [])]
+                "--embedder", getattr(args, "lme_embedder", LME_EMBEDDER), *(["--exclude", args.lme_exclude] if args.lme_exclude else [])]
     return ["--benchmark", "locomo", "--data", str(args.locomo)]
 
 
-def compile_seed(args, task: str, seed: int, program: Path, strategy: str = "guided") -> None:
-    """One `memarch compile` as a user runs it (defaults: no pruner), its wall time kept beside."""
+def compile_seed(args, task: str, seed: int, program: Path, strategy: str = "guided", extra: tuple = ()) -> None:
+    """One `memarch compile` as a user runs it (defaults: no pruner; ``extra``: more of its options), its wall
+    time kept beside."""
     if program.exists():
         return
     out = program.parent
@@ -85,7 +88,8 @@ def compile_seed(args, task: str, seed: int, program: Path, strategy: str = "gui
                  "was killed; wait for it, or delete the .db to start the seed again")
     cmd = [sys.executable, "-m", "memarch", "compile", *compile_args(args, task), "--space", "full",
            "--budget", str(args.budget), "--seeds", "1", "--first-seed", str(seed), "--strategies", strategy,
-           "--no-tracking", "--storage", f"sqlite:///{study.resolve()}", "--out", str(out), "--output", str(program)]
+           "--no-tracking", "--storage", f"sqlite:///{study.resolve()}", "--out", str(out), "--output", str(program),
+           *extra]
     print(" ".join(cmd[2:]), flush=True)
     load = os.getloadavg()[0]
     started = time.perf_counter()
