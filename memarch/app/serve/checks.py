@@ -1,17 +1,20 @@
-"""The checks of a request, written once for every server: the user id (the one user-id rule, then
-the bearer token's users: `token_refusal`, the only scoped-token check), unknown query parameters,
-and a JSON body against its schema (`decode_body`, `validate_body`: FastAPI's reading and its
+"""The checks of a request, written once for every server: the path's bytes (`check_path`: UTF-8
+text), the user id (the one user-id rule, then the bearer token's users: `token_refusal`, the only
+scoped-token check), unknown query parameters, and a JSON body against its schema (`loads_json`:
+UTF-8 JSON, for FastAPI's routes too; `decode_body`, `validate_body`: FastAPI's reading and its
 errors, for the routes answered past FastAPI). Each refuses with a `Refusal` (errors.py), answered
 in the one error shape.
 
 In the order FastAPI refuses them (its body read, then the route's dependencies, then the
-body's model): a body that is not JSON (422; 400 for bytes that cannot be decoded at all), an
-unknown query parameter (422), the user id (400, then 403), the body against its schema (422)."""
+body's model): a body that is not JSON, or not UTF-8 (422; 400 for JSON the parser cannot hold at
+all: nested too deep, a number of over 4300 digits), an unknown query parameter (422), the user id
+(400, then 403), the body against its schema (422). The path's bytes are checked before any of
+them, by the guard."""
 from __future__ import annotations
 
 import json
 from typing import Any, Iterable
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote_to_bytes
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,6 +34,22 @@ def token_refusal(token: Token | None, user_id: str) -> str | None:
     if token is None or token.allows(user_id):
         return None
     return f"this token may not act for user {user_id!r}"
+
+
+def check_path(raw_path: bytes | None) -> None:
+    """A path whose percent-encoded bytes are not UTF-8 is a 400 before any route: the server's
+    parser would read each bad byte as U+FFFD, so ``Jos%E9`` and ``Jos%F1`` would be one user.
+    Ids are taken as the code points sent, never Unicode-normalised (docs/serving.md)."""
+    if not raw_path or b"%" not in raw_path:
+        return
+    for i, segment in enumerate(raw_path.split(b"/")):
+        try:
+            unquote_to_bytes(segment).decode("utf-8")
+        except UnicodeDecodeError:
+            shown = segment[:60].decode("latin-1") + ("..." if len(segment) > 60 else "")
+            what = "user_id" if i == 3 and raw_path.startswith(b"/v1/users/") else "path"
+            raise Refusal(400, f"{what}: not UTF-8 once percent-decoded, got {shown!r} (percent-encode "
+                               "the UTF-8 bytes of the text)") from None
 
 
 def check_user(user_id: str, token: Token | None = None) -> None:
@@ -64,17 +83,33 @@ def query_names(raw: bytes) -> list[str]:
     return [k for k, _ in parse_qsl(raw.decode("latin-1"), keep_blank_values=True)]
 
 
+def loads_json(body: bytes) -> Any:
+    """A JSON body's value, read as RFC 8259 says: UTF-8 text (a leading byte order mark ignored).
+    Anything else is a `json.JSONDecodeError` at its first bad byte — where `json.loads` would guess
+    UTF-16 or UTF-32 from the first bytes, or fail with a ``UnicodeDecodeError`` (a 400 in FastAPI)."""
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise json.JSONDecodeError("not UTF-8 (JSON text is UTF-8, RFC 8259)", body.decode("latin-1"),
+                                   exc.start) from None
+    if "\x00" in text:  # never in JSON text, and where UTF-16 or UTF-32 would have been read
+        raise json.JSONDecodeError("a NUL byte (UTF-16 or UTF-32? JSON text is UTF-8, RFC 8259)", text,
+                                   text.index("\x00"))
+    return json.loads(text)
+
+
 def decode_body(content_type: str, body: bytes) -> Any:
-    """A JSON body's value as FastAPI reads it before any other check: JSON for ``application/json``
-    and ``application/*+json`` (malformed: 422; undecodable: 400), the raw bytes for another type,
-    `NO_BODY` when empty. The model is checked after the query and the user (`validate_body`)."""
+    """A JSON body's value as FastAPI reads it before any other check: UTF-8 JSON for
+    ``application/json`` and ``application/*+json`` (malformed or not UTF-8: 422; too deep for the
+    parser: 400), the raw bytes for another type, `NO_BODY` when empty. The model is checked after
+    the query and the user (`validate_body`)."""
     if not body:
         return NO_BODY
     kind = content_type.split(";")[0].strip().lower()
     if not (kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))):
         return body
     try:
-        return json.loads(body)
+        return loads_json(body)
     except json.JSONDecodeError as exc:
         raise Refusal(422, validation_line([{"loc": ("body", exc.pos), "type": "json_invalid",
                                              "msg": "JSON decode error", "ctx": {"error": exc.msg}}])) from None

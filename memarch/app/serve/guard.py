@@ -3,7 +3,8 @@ no body parsed, no memory read — before the request is authenticated, authoris
 its path, and its body is known to fit the limit.
 
 In order: ``/v1/...`` needs a known bearer token when the server has tokens (401 with
-``WWW-Authenticate: Bearer``); a token scoped to some user ids may only use
+``WWW-Authenticate: Bearer``); its path must be UTF-8 once percent-decoded (400, `checks.check_path`:
+else two user ids could be read as one); a token scoped to some user ids may only use
 ``/v1/users/{its user}/...`` and ``/v1/bulk`` (whose users are in the body: that route checks
 every one before it writes), anything else is 403; then the body is read up to ``max_body_bytes``
 whatever ``Content-Length`` says and however it is chunked (413 past it), within `BODY_TIMEOUT_S` of
@@ -17,7 +18,7 @@ import anyio
 from typing import Any, Awaitable, Callable
 
 from memarch.app.serve.auth import Token, TokenAuth
-from memarch.app.serve.checks import token_refusal
+from memarch.app.serve.checks import check_path, token_refusal
 from memarch.app.serve.errors import Refusal, send_refusal
 
 BODY_TIMEOUT_S = 30.0  # a request's whole body, from its headers (408 past it)
@@ -52,9 +53,13 @@ class Guard:
                     why = "missing bearer token" if "authorization" not in headers else "invalid bearer token"
                     return await send_refusal(send, Refusal(401, f"{why} (Authorization: Bearer TOKEN)",
                                                             [(b"www-authenticate", b'Bearer realm="memarch"')]))
-                refusal = scope_refusal(token, path)
-                if refusal:
-                    return await send_refusal(send, Refusal(403, refusal))
+            try:
+                check_path(scope.get("raw_path"))
+            except Refusal as bad:
+                return await send_refusal(send, bad)
+            refusal = scope_refusal(token, path)
+            if refusal:
+                return await send_refusal(send, Refusal(403, refusal))
         scope[TOKEN_KEY] = token
         declared = headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):

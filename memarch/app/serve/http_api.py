@@ -7,25 +7,27 @@ that a token scoped to some users is checked against the path before the body is
 adapter over the serving core: the routes, their documented schemas and FastAPI's body parsing;
 each endpoint is one `ServingCore` call (core.py: the `Memory` call on the reader or writer
 threads, so a long call — a bulk import, a user's deletion — leaves the event loop free for other
-requests, ``/health`` and refusals). Every error is a small JSON body ``{"error": "one line"}``
-(errors.py): 400 input the memory refused, 401/403 auth, 404 no such item or route, 413 body too
-large, 422 malformed request (bad JSON, unknown field, wrong type), 500 a bug."""
+requests, ``/health`` and refusals). JSON bodies are read as UTF-8 only (`checks.loads_json`, the
+routes' `_Utf8Route`). Every error is a small JSON body ``{"error": "one line"}`` (errors.py): 400
+input the memory refused, 401/403 auth, 404 no such item or route, 413 body too large, 422
+malformed request (bad JSON, unknown field, wrong type), 500 a bug."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Coroutine
 
 import orjson
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException
 
 from memarch._version import __version__
 from memarch.app.serve import schemas as s
 from memarch.app.serve.auth import TokenAuth
-from memarch.app.serve.checks import check_query, check_user
+from memarch.app.serve.checks import check_query, check_user, loads_json
 from memarch.app.serve.core import ServingCore
 from memarch.app.serve.errors import Refusal, error_body, validation_line
 from memarch.app.serve.guard import BODY_TIMEOUT_S, TOKEN_KEY, Guard
@@ -44,7 +46,10 @@ def create_app(memory: Any, *, auth: TokenAuth | None = None, max_body_bytes: in
     answer searches and adds past FastAPI's routing (`hot_routes`, the same answers; False: every
     request through FastAPI). The app owns its `ServingCore` (and so its `Memory` threads)."""
     core = ServingCore(memory)
+    # No redirect of ``/memories/`` to ``/memories``: Starlette builds its Location from the Host
+    # header, which the client chose (a redirect to any host); a path the API lacks is a 404.
     app = FastAPI(title="memarch", version=__version__, docs_url="/docs", openapi_url="/openapi.json",
+                  redirect_slashes=False,
                   description="The long-term memory of a compiled memarch program, per user: add "
                               "messages, search, context, get, history, update, delete. Errors are "
                               '`{"error": "..."}`.')
@@ -93,17 +98,42 @@ def _core(request: Request) -> ServingCore:
     return request.app.state.core
 
 
+class _Utf8Request(Request):
+    """A request whose JSON body is read as the hot routes read it (`checks.loads_json`): UTF-8 only,
+    where Starlette's ``json.loads(bytes)`` takes UTF-16 and UTF-32 too, and answers bytes it cannot
+    decode with FastAPI's 400."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = loads_json(await self.body())
+        return self._json
+
+
+class _Utf8Route(APIRoute):
+    """FastAPI's route, handed a `_Utf8Request` (FastAPI's documented way to change how a body is read)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def utf8_handler(request: Request) -> Response:
+            return await handler(_Utf8Request(request.scope, request.receive))
+        return utf8_handler
+
+
 def _v1() -> APIRouter:
     bearer = HTTPBearer(auto_error=False, description="a token of the server's --token-file")
-    router = APIRouter(dependencies=[Depends(bearer), Depends(_known_query)], responses=_ERRORS)
-    user = APIRouter(prefix="/users/{user_id}", dependencies=[Depends(_authorize)], tags=["memories"])
+    router = APIRouter(dependencies=[Depends(bearer), Depends(_known_query)], responses=_ERRORS,
+                       route_class=_Utf8Route)
+    user = APIRouter(prefix="/users/{user_id}", dependencies=[Depends(_authorize)], tags=["memories"],
+                     route_class=_Utf8Route)
 
     @user.post("/memories", status_code=201, response_model=s.Items, summary="add messages (one session)")
     async def add(request: Request, user_id: str, body: s.AddRequest) -> JSONResponse:
         return _json(await _core(request).add(user_id, body), 201)
 
     @user.get("/memories", response_model=s.Page, summary="list the user's items, oldest first")
-    async def list_items(request: Request, user_id: str, include_deleted: bool = False, offset: int = Query(0, ge=0),
+    async def list_items(request: Request, user_id: str, include_deleted: bool = False,
+                         offset: int = Query(0, ge=0, le=s.MAX_OFFSET),
                          limit: int = Query(100, ge=1, le=s.MAX_PAGE)) -> JSONResponse:
         return _json(await _core(request).page(user_id, include_deleted, offset, limit))
 

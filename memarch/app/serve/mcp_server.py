@@ -5,9 +5,10 @@ official ``mcp`` SDK's `MCPServer`.
 An adapter over the serving core (core.py), as the HTTP API is: each tool's `Memory` call runs
 under the core's thread policy (reads on the reader threads, writes on the writer's), so a slow add
 never blocks the event loop; the user is checked by the one token check (checks.py), and what the
-call raises is mapped as the API maps it (errors.py). Inputs are typed (pydantic, unknown arguments
-refused); results are structured (`Item` = the `MemoryRecord` fields); a `MemarchError` (bad input,
-a missing item, another user on a pinned server or outside the bearer token's users) becomes a tool
+call raises is mapped as the API maps it (errors.py). Inputs are typed and strict as the HTTP API's
+bodies are (pydantic: unknown arguments refused, no coercion: ``"limit": "3"`` is an error);
+results are structured (`Item` = the `MemoryRecord` fields); a `MemarchError` (bad input, a
+missing item, another user on a pinned server or outside the bearer token's users) becomes a tool
 error carrying its one-line message, and the server keeps answering. docs/mcp.md.
 """
 # No ``from __future__ import annotations``: the SDK reads the tools' signatures with eval_str.
@@ -311,10 +312,12 @@ async def _forward(problems: Any, write_stream: Any) -> None:
 
 
 def _strict(tool: Tool) -> Tool:
-    """The SDK ignores arguments a tool does not take; a misspelt ``limt`` should be an error."""
+    """The SDK ignores arguments a tool does not take, and coerces types (``"limit": "3"`` is 3); a
+    misspelt ``limt`` and a string for a number should be errors, as they are over HTTP (schemas.py)."""
     base = tool.fn_metadata.arg_model
     tool.fn_metadata.arg_model = type(base.__name__, (base,), {
-        "model_config": ConfigDict(**base.model_config, extra="forbid"), "__module__": base.__module__})
+        "model_config": ConfigDict(**{**base.model_config, "extra": "forbid", "strict": True}),
+        "__module__": base.__module__})
     tool.parameters["additionalProperties"] = False
     return tool
 
@@ -341,14 +344,21 @@ def run_mcp(memory: Memory, transport: Literal["stdio", "http"] | str, host: str
                            "or bind 127.0.0.1")
     from memarch.app.serve.server import serve_app
 
-    server = build_mcp(memory, user_id=user_id, auth=auth)
-    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
-    if auth is not None:
-        app = BearerAuth(app, auth)
+    app = mcp_http_app(build_mcp(memory, user_id=user_id, auth=auth), path=path, host=host, auth=auth)
     log.info("MCP (streamable http) at http://%s:%d%s", host, port, path)
     limits = {k: v for k, v in (("header_timeout_s", header_timeout_s), ("max_connections", max_connections))
               if v is not None}
     serve_app(app, host=host, port=port, log_level="warning", **limits)
+
+
+def mcp_http_app(server: MCPServer, *, path: str = "/mcp", host: str = "127.0.0.1",
+                 auth: TokenAuth | None = None) -> Any:
+    """The ASGI app of ``server`` over streamable HTTP at ``path``: the SDK's, behind `BearerAuth`
+    when ``auth`` is given, and without Starlette's redirect of ``/mcp/`` to ``/mcp``, whose
+    Location names the host of the request's ``Host`` header (any host a client chooses)."""
+    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    app.router.redirect_slashes = False
+    return BearerAuth(app, auth) if auth is not None else app
 
 
 def _loopback(host: str) -> bool:

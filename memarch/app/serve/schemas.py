@@ -16,6 +16,7 @@ MAX_SESSIONS = 1000      # sessions in one bulk request
 MAX_TEXT_CHARS = 100_000  # one message, an update's text, a query
 MAX_LIMIT = 100          # search / context results
 MAX_PAGE = 1000          # items in one page of a user's list
+MAX_OFFSET = 10**9       # where a page starts: past any user's items, and a 64-bit integer in the answer
 MAX_USER_CHARS = USER_ID_MAX  # and `USER_ID_PATTERN`: the one user-id rule (app/messages.py)
 
 Text = Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=r"\S")

@@ -5,6 +5,11 @@ httptools parser, behind a protocol that a slow or hostile client cannot pin dow
 - a connection must send a request's line and headers within `HEADER_TIMEOUT_S` of opening (or of
   the previous response): one that does not gets a JSON 408 and is closed, so half-open connections
   ("slowloris") cannot hold the server's file descriptors;
+- a request's line and headers hold at most `MAX_HEADER_BYTES` bytes and `MAX_HEADERS` header fields:
+  past either, a JSON 431 and the connection closed, counted as the bytes arrive (before the headers
+  end, so before the token is read), so a client cannot make the server hold more than about that
+  plus one read per connection (uvicorn bounds headers for its h11 protocol only,
+  ``h11_max_incomplete_event_size``; httptools, which this server runs, has no bound of its own);
 - at most `MAX_CONNECTIONS` connections at once (never more than the process may open, less a
   reserve): one over the limit gets a JSON 503 and is closed at once, so ``/health`` and the
   clients already connected keep answering;
@@ -23,6 +28,7 @@ import resource
 import time
 from typing import Any
 
+import httptools
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -33,6 +39,8 @@ log = logging.getLogger(__name__)
 HEADER_TIMEOUT_S = 10.0  # a request's line and headers, from the connection (or the previous response)
 MAX_CONNECTIONS = 1000  # open at once; more are refused with a 503 (lowered to what the fd limit allows)
 FD_RESERVE = 64  # descriptors kept for the memory's files, the database and the log
+MAX_HEADER_BYTES = 64 << 10  # a request's line and headers (431 past it)
+MAX_HEADERS = 100  # header fields in one request (431 past it)
 
 
 def raise_fd_limit() -> int:
@@ -65,23 +73,83 @@ class _Quiet:
         log.warning("%s%s", message, f" ({dropped} more not logged)" if dropped else "")
 
 
+class _HeadTooLarge(Exception):
+    """Raised in a parser callback to stop httptools at once; answered 431 (`GuardedHttp.data_received`)."""
+
+
 class GuardedHttp(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a header deadline, a connection cap and JSON refusals
-    (module docstring). The limits and the refusals' log are class attributes of the subclass
-    `config` makes for one server (uvicorn makes a protocol object per connection)."""
+    """uvicorn's httptools protocol with a header deadline, bounded headers, a connection cap and
+    JSON refusals (module docstring). The limits and the refusals' log are class attributes of the
+    subclass `config` makes for one server (uvicorn makes a protocol object per connection)."""
 
     header_timeout_s: float = HEADER_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
+    max_header_bytes: int = MAX_HEADER_BYTES
+    max_headers: int = MAX_HEADERS
     quiet: _Quiet  # the server's: its refusals' log, at most a line a second of each kind
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        # The current request's head (its line and headers), counted as it arrives: httptools keeps
+        # a header's value until the value ends, so the raw bytes of reads that fall wholly inside
+        # one head are counted too (`data_received`), not only what the callbacks have seen.
+        self._in_head, self._heads = True, 0  # in a head (not a body); heads completed so far
+        self._head_bytes = self._head_fields = self._head_raw = 0
         if len(self.connections) > self.max_connections:
             self.quiet.warn("connections", f"refused a connection: {self.max_connections} open already")
             self._refuse(503, f"the server has {self.max_connections} connections open; try again later")
             return
-        self._headers_done = False
         self._arm_header_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        """uvicorn's, but a head over the limits is a 431: `_count_head` raises in a parser callback,
+        which stops httptools at once (uvicorn's own would log and answer a malformed request)."""
+        began, heads = self._in_head, self._heads
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:  # a callback that raised too (HttpParserCallbackError)
+            if isinstance(exc.__context__, _HeadTooLarge):
+                return self._refuse_head(str(exc.__context__))
+            self.logger.warning("Invalid HTTP request received.")
+            return self.send_400_response("Invalid HTTP request received.")
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return
+        if began and self._in_head and heads == self._heads and not self.transport.is_closing():
+            self._head_raw += len(data)  # all of it inside one head that has not ended yet
+            if self._head_raw > self.max_header_bytes:
+                self._refuse_head(self._over_bytes())
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head, self._head_bytes, self._head_fields = True, 0, 0
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url), 0)
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4, 1)  # with ": " and CRLF
+        super().on_header(name, value)
+
+    def _count_head(self, n_bytes: int, n_fields: int) -> None:
+        self._head_bytes += n_bytes
+        self._head_fields += n_fields
+        if self._head_fields > self.max_headers:
+            raise _HeadTooLarge(f"more than {self.max_headers} request header fields")  # stops the parser
+        if self._head_bytes > self.max_header_bytes:
+            raise _HeadTooLarge(self._over_bytes())
+
+    def _over_bytes(self) -> str:
+        return f"request line and headers over the limit of {self.max_header_bytes} bytes"
+
+    def _refuse_head(self, why: str) -> None:
+        self.quiet.warn("headers", f"refused a request: {why}")
+        self._refuse(431, why)
 
     def _arm_header_deadline(self) -> None:
         self._header_deadline = self.loop.call_later(self.header_timeout_s, self._header_deadline_passed)
@@ -100,8 +168,13 @@ class GuardedHttp(HttpToolsProtocol):
             self._refuse(408, f"request headers not received within {self.header_timeout_s:g} s")
 
     def on_headers_complete(self) -> None:
+        self._in_head, self._heads, self._head_raw = False, self._heads + 1, 0
         self._disarm_header_deadline()
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_head = True  # what comes next on this connection is the next request's head
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -121,7 +194,8 @@ class GuardedHttp(HttpToolsProtocol):
         """A JSON error response, then the connection closed."""
         self._disarm_header_deadline()
         body = error_body(message)
-        reason = {400: b"Bad Request", 408: b"Request Timeout", 503: b"Service Unavailable"}[status]
+        reason = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large",
+                  503: b"Service Unavailable"}[status]
         head = [b"HTTP/1.1 %d %s\r\n" % (status, reason)]
         for name, value in self.server_state.default_headers:
             head += [name, b": ", value, b"\r\n"]
@@ -141,6 +215,7 @@ class Server(uvicorn.Server):
 
 def config(app: Any, *, log_level: str = "info", access_log: bool = True,
            header_timeout_s: float = HEADER_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS,
+           max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
            **more: Any) -> uvicorn.Config:
     """The uvicorn configuration of a memarch server: uvloop, `GuardedHttp` with these limits
     (``max_connections`` lowered to what the open-files limit leaves, after raising it); ``more``:
@@ -148,7 +223,8 @@ def config(app: Any, *, log_level: str = "info", access_log: bool = True,
     room = raise_fd_limit() - FD_RESERVE
     protocol = type("GuardedHttp", (GuardedHttp,), {"header_timeout_s": float(header_timeout_s),
                                                     "max_connections": max(1, min(int(max_connections), room)),
-                                                    "quiet": _Quiet()})
+                                                    "max_header_bytes": int(max_header_bytes),
+                                                    "max_headers": int(max_headers), "quiet": _Quiet()})
     return uvicorn.Config(app, http=protocol, loop="uvloop", log_level=log_level, access_log=access_log,
                           timeout_graceful_shutdown=30, server_header=False, proxy_headers=False,
                           timeout_keep_alive=5, **more)
@@ -157,7 +233,7 @@ def config(app: Any, *, log_level: str = "info", access_log: bool = True,
 def serve_app(app: Any, *, host: str, port: int, log_level: str = "info", access_log: bool = False,
               **limits: Any) -> int:
     """Run ``app`` on ``host:port`` until a signal stops it; 0 after a clean stop. ``limits``:
-    `config`'s ``header_timeout_s`` and ``max_connections``."""
+    `config`'s ``header_timeout_s``, ``max_connections``, ``max_header_bytes`` and ``max_headers``."""
     server = Server(config(app, log_level=log_level, access_log=access_log, host=host, port=port, **limits))
     server.run()
     return 0 if server.started else 1

@@ -2,7 +2,10 @@
 user-id rule for HTTP paths, /v1/bulk and MCP; private files and folders; JSON errors for requests
 uvicorn's parser refuses; a deadline on request headers and on bodies, a connection cap, /health
 answering beside 300 half-open connections; MCP's stdio transport answering a line that is not
-JSON-RPC; an idempotent delete; no server path in an error; a clean exit on SIGTERM in every mode."""
+JSON-RPC; an idempotent delete; no server path in an error; a clean exit on SIGTERM in every mode.
+Then issue 51's (item 5, part): bounded request headers (431), bounded page offsets, path user ids
+that must be UTF-8, no redirect built from the Host header, JSON bodies that must be UTF-8, and MCP
+arguments as strictly typed as the HTTP API's bodies."""
 from __future__ import annotations
 
 import json
@@ -16,12 +19,13 @@ import time
 
 import httpx
 import pytest
+import unicodedata
 from fastapi.testclient import TestClient
 
 from memarch import Architecture, Memory
 from memarch.app.messages import USER_ID_MAX, as_user
 from memarch.app.serve.http_api import create_app
-from memarch.app.serve.mcp_server import build_mcp
+from memarch.app.serve.mcp_server import build_mcp, mcp_http_app
 from memarch.errors import MemarchError
 
 from test_mcp import error, ok, run
@@ -328,3 +332,142 @@ def test_queries_grow_no_cache_without_bound(program, tmp_path, monkeypatch):
             texts = {r[0] for r in db.execute("SELECT json_extract(data, '$.text') FROM items "
                                               "WHERE json_extract(data, '$.status') = 'active'")}
             assert db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == len(texts) == 2
+
+
+# -- issue 51: bounded headers, offsets, UTF-8 ids and bodies, no Host in a redirect, strict MCP ----
+def send_head(port: int, head: bytes) -> tuple[int, dict, bytes]:
+    """Send a request head of any size in pieces, then read the answer (0 if none): the server may
+    close, or reset, the connection before the client has sent it all."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        try:
+            for i in range(0, len(head), 1 << 16):
+                s.sendall(head[i:i + (1 << 16)])
+        except OSError:  # refused and closed while sending: the answer was written first
+            pass
+        chunks = []
+        try:
+            while got := s.recv(65536):
+                chunks.append(got)
+        except OSError:  # a reset after the answer (the server closed with unread headers)
+            pass
+    head_, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    if not head_:
+        return 0, {}, b""
+    lines = head_.decode("latin-1").split("\r\n")
+    return int(lines[0].split()[1]), dict(line.lower().split(": ", 1) for line in lines[1:] if ": " in line), body
+
+
+def test_request_headers_are_bounded_in_bytes_and_fields(server):
+    """1 MiB of headers (one long header, or a thousand of 1 KB) and 150 header fields: a JSON 431
+    and the connection closed, before the request reaches any route; 90 fields still pass."""
+    url, port, proc = server
+    line = b"POST /v1/users/ana/memories HTTP/1.1\r\nHost: x\r\n"
+    for head, says in [(line + b"X-Pad: " + b"a" * (1 << 20) + b"\r\n\r\n", "over the limit of 65536 bytes"),
+                       (line + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"b" * 1000) for i in range(1000)) + b"\r\n",
+                        "over the limit of 65536 bytes"),
+                       (line + b"".join(b"X-%d: v\r\n" % i for i in range(150)) + b"\r\n",
+                        "more than 100 request header fields")]:
+        status, headers, body = send_head(port, head)
+        assert status == 431, (head[:80], status, body)
+        assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+        assert says in json.loads(body)["error"]
+    fine = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(90))
+    assert send_head(port, fine + b"Connection: close\r\n\r\n")[0] == 200
+    assert httpx.get(f"{url}/v1/users/ana/memories", timeout=5).json()["total"] == 0  # nothing was added
+    assert proc.poll() is None
+
+
+def test_page_offsets_and_limits_are_bounded_422_not_a_500(client, caplog):
+    """An offset past any 64-bit integer was echoed into the answer, which orjson refused: a 500 and
+    its traceback in the log for one GET."""
+    caplog.set_level("ERROR")
+    for query, says in [("offset=1000000000000000000000000000000", "query parameter 'offset': Input should be "
+                                                                  "less than or equal to 1000000000"),
+                        ("offset=" + "9" * 5000, "query parameter 'offset'"),
+                        ("offset=-1", "query parameter 'offset'"),
+                        ("limit=1000000000000000000000000000000", "query parameter 'limit'")]:
+        r = client.get(f"/v1/users/ana/memories?{query}")
+        assert r.status_code == 422 and says in r.json()["error"], (query, r.text)
+    assert client.get("/v1/users/ana/memories?offset=1000000000").json() == {
+        "items": [], "total": 0, "offset": 1000000000, "limit": 100}
+    r = client.post("/v1/users/ana/search", json={"query": "x", "limit": 10**30})  # a hot route
+    assert r.status_code == 422 and r.json()["error"] == "limit: Input should be less than or equal to 100"
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_a_path_user_id_must_be_utf8_and_is_not_normalised(client, memory):
+    """``Jos%E9`` and ``Jos%F1`` (Latin-1 bytes) both decoded to ``Jos\ufffd``: one user for two
+    names. Refused (400) before any route; ids are the code points sent: NFC and NFD are two users."""
+    for bad in ("Jos%E9", "Jos%F1", "%FF", "ana%C3"):
+        for method, route, body in (("POST", "memories", {"messages": "hello"}), ("POST", "search", {"query": "q"}),
+                                    ("POST", "context", {"query": "q"}), ("GET", "memories", None),
+                                    ("GET", "memories/turn-1", None), ("DELETE", "", None)):
+            r = client.request(method, f"/v1/users/{bad}/{route}".rstrip("/"), json=body)
+            assert r.status_code == 400, (bad, route, r.text)
+            assert r.json()["error"].startswith(f"user_id: not UTF-8 once percent-decoded, got '{bad}'")
+    assert client.get("/v1/users/ana/memories/turn%FF").status_code == 400  # any segment of the path
+    assert memory.stats()["users"] == 0
+    nfc, nfd = unicodedata.normalize("NFC", "José"), unicodedata.normalize("NFD", "José")
+    assert client.post("/v1/users/Jos%C3%A9/memories", json={"messages": "I live in Porto."}).status_code == 201
+    assert client.post("/v1/users/Jose%CC%81/memories", json={"messages": "I live in Braga."}).status_code == 201
+    assert nfc != nfd and memory.stats()["users"] == 2
+    assert [r.text.endswith("I live in Porto.") for r in memory.get_all(user_id=nfc)] == [True]
+    assert [r.text.endswith("I live in Braga.") for r in memory.get_all(user_id=nfd)] == [True]
+
+
+def test_no_redirect_is_built_from_the_host_header(client, memory):
+    """``/memories/`` was a 307 to ``http://<Host>/...``: any host a client names. No slash redirects."""
+    for method, path, body in (("GET", "/v1/users/ana/memories/", None), ("GET", "/v1/stats/", None),
+                               ("POST", "/v1/users/ana/search/", {"query": "q"}),
+                               ("POST", "/v1/users/ana/context/", {"query": "q"})):
+        r = client.request(method, path, json=body, headers={"Host": "evil.example"}, follow_redirects=False)
+        assert r.status_code == 404 and "location" not in r.headers, (path, r.status_code, r.headers)
+        assert r.json() == {"error": "Not Found"}
+    assert client.get("/v1/users/ana/memories", headers={"Host": "evil.example"}).status_code == 200
+    with TestClient(mcp_http_app(build_mcp(memory))) as mcp:  # MCP over HTTP too (the SDK's Starlette app)
+        r = mcp.get("/mcp/", headers={"Host": "evil.example"}, follow_redirects=False)
+        assert r.status_code == 404 and "location" not in r.headers, (r.status_code, r.headers)
+
+
+def test_json_bodies_must_be_utf8(client, memory):
+    """RFC 8259: JSON text is UTF-8. Bytes that are not were a 400 where the docs say 422, and a
+    UTF-16 or UTF-32 body was read (``json.loads`` guesses); now 422 on every route, nothing written."""
+    add = {"messages": "I moved to Lisbon in May."}
+    bodies = [json.dumps(add).encode(codec) for codec in ("utf-16", "utf-16-le", "utf-16-be", "utf-32")]
+    bodies += [b'{"messages": "Jos\xe9 moved."}', b'{"messages": "\xff\xfe"}']  # Latin-1, stray bytes
+    routes = [("POST", "/v1/users/ana/memories"), ("POST", "/v1/bulk"), ("PUT", "/v1/users/ana/memories/turn-1")]
+    for body in bodies:
+        for method, path in routes:
+            r = client.request(method, path, content=body, headers={"content-type": "application/json"})
+            assert r.status_code == 422, (body[:20], path, r.text)
+            assert r.json()["error"].startswith("invalid JSON at byte "), r.text
+            assert "UTF-8" in r.json()["error"]
+    for route in ("search", "context"):  # the hot route and a FastAPI one
+        r = client.post(f"/v1/users/ana/{route}", content=json.dumps({"query": "Lisbon"}).encode("utf-16"),
+                        headers={"content-type": "application/json"})
+        assert r.status_code == 422 and r.json()["error"] == "invalid JSON at byte 0: not UTF-8 (JSON text is " \
+                                                             "UTF-8, RFC 8259)"
+    assert memory.stats()["users"] == 0
+    # UTF-8, with or without the byte order mark RFC 8259 lets a parser ignore
+    for body in ('{"messages": "José moved."}'.encode(), b"\xef\xbb\xbf" + '{"messages": "Rita moved."}'.encode()):
+        assert client.post("/v1/users/ana/memories", content=body,
+                           headers={"content-type": "application/json"}).status_code == 201
+    assert memory.stats()["users"] == 1
+
+
+def test_mcp_arguments_are_strictly_typed_as_over_http(memory, client):
+    """``"limit": "3"`` is a 422 over HTTP; the MCP SDK coerced it to 3. Now a tool error too."""
+    memory.add("I adopted a cat named Miso.", user_id="ana")
+    for limit in ("3", True, 2.0):
+        r = client.post("/v1/users/ana/search", json={"query": "cat", "limit": limit})
+        assert r.status_code == 422 and r.json()["error"].startswith("limit: Input should be a valid integer")
+
+    async def script(mcp):
+        for limit in ("3", True, 2.0):
+            says = await error(mcp, "search_memory", query="cat", user_id="ana", limit=limit)
+            assert "limit" in says and "valid integer" in says, (limit, says)
+        assert "valid string" in await error(mcp, "add_memory", user_id="ana", text=3)
+        assert len((await ok(mcp, "search_memory", query="cat", user_id="ana", limit=3))["items"]) == 1
+        said = [{"role": "user", "content": "I keep bees."}]
+        assert (await ok(mcp, "add_memory", user_id="ana", messages=said))["items"]
+    run(build_mcp(memory), script)
