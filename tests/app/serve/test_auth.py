@@ -78,3 +78,47 @@ def test_every_token_is_compared_in_constant_time(tmp_path, monkeypatch):
 
 def test_parse_tokens_reads_text(tmp_path):
     assert [t.users for t in parse_tokens(f"{ADMIN}\n{BOT} ana\n")] == [None, frozenset({"ana"})]
+
+
+# -- issue 51 (item 5): user ids with spaces, Unicode and quotes; one quoting rule ---------------------
+@pytest.mark.parametrize("ids, users", [
+    ("ana bob", {"ana", "bob"}),  # a file written before the quoting rule reads as it did
+    ('"Ana Maria"', {"Ana Maria"}),
+    ("Ana Maria", {"Ana", "Maria"}),  # unquoted: two ids, as before
+    ("María 李雷 José", {"María", "李雷", "José"}),  # UTF-8, compared as written (NFC here)
+    ('"Jose\\u0301"', {"Jose\u0301"}),  # NFD, a JSON escape: another user than NFC's José
+    ('"say \\"hi\\"" o"neil it\'s', {'say "hi"', 'o"neil', "it's"}),  # a quote further in is taken as written
+    ('\t"Ana\\u00a0Maria"\t team:42  ', {"Ana\u00a0Maria", "team:42"}),
+])
+def test_user_ids_follow_one_quoting_rule(ids, users):
+    assert [t.users for t in parse_tokens(f"# a comment with a \" in it\n{ADMIN} {ids}\r\n")] == [frozenset(users)]
+
+
+@pytest.mark.parametrize("ids, needle", [
+    ('"Ana Maria', "user id 1: an unterminated quote: '\"Ana'"),
+    ('ana "Ana"Maria', "user id 2: an unterminated quote"),
+    ('"a\\x"', "user id 1: not a JSON string (Invalid \\escape)"),
+    ("Ana\u00a0Maria", "user id 1: holds a blank character (U+00A0)"),
+    ('""', "user_id: expected 1-200 characters"),  # every id against the user-id rule the routes apply
+    ('" "', "user_id: expected 1-200 characters"),
+    ("a/b", "user_id: expected 1-200 characters"),
+    ('"line\\nbreak"', "user_id: expected 1-200 characters"),
+    ("x" * 201, "user_id: expected 1-200 characters"),
+])
+def test_a_bad_user_id_is_one_line_naming_the_file_and_line(tmp_path, ids, needle):
+    f = token_file(tmp_path, f"# admin\n{ADMIN}\n{BOT} {ids}\n")
+    with pytest.raises(MemarchError) as exc:
+        load_token_file(f)
+    said = str(exc.value)
+    assert said.startswith(f"token file {f}:3: ") and needle in said, said
+    assert "\n" not in said and BOT not in said
+
+
+def test_a_token_file_is_utf8(tmp_path):
+    f = tmp_path / "tokens"
+    f.write_bytes(b"\xef\xbb\xbf" + f"{BOT} María\n".encode())  # a byte order mark is ignored
+    f.chmod(0o600)
+    assert load_token_file(f).tokens[0].users == {"María"}
+    f.write_bytes(f"{BOT} ".encode() + "María".encode("latin-1"))
+    with pytest.raises(MemarchError, match="not UTF-8 text"):
+        load_token_file(f)

@@ -471,3 +471,32 @@ def test_mcp_arguments_are_strictly_typed_as_over_http(memory, client):
         said = [{"role": "user", "content": "I keep bees."}]
         assert (await ok(mcp, "add_memory", user_id="ana", messages=said))["items"]
     run(build_mcp(memory), script)
+
+
+# -- issue 51 (item 5, part 2): token-file ids, a bounded log, a per-client connection bound ----------
+def test_a_token_file_scopes_every_id_the_user_id_rule_allows(memory, tmp_path):
+    """``TOKEN Ana Maria`` was two users, and no line could name the one user ``Ana Maria``; a line
+    naming ``María`` stopped the server from starting (the file had to be ASCII). One quoting rule:
+    an id that holds a space is a JSON string; UTF-8 ids as written; every id by the user-id rule."""
+    from memarch.app.serve.auth import load_token_file
+
+    spaced, accented = "spaced-token-0123456789abcdef", "accented-token-0123456789abcdef"
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f'{spaced} "Ana Maria"\n{accented} María "say \\"hi\\""\n', encoding="utf-8")
+    tokens.chmod(0o600)
+    memory.add("I moved to Lisbon in May.", user_id="Ana")
+    memory.add("I play the cello.", user_id="Ana Maria")
+    with TestClient(create_app(memory, auth=load_token_file(tokens))) as c:
+        def status(token: str, user: str) -> int:
+            return c.get(f"/v1/users/{user}/memories", headers={"Authorization": f"Bearer {token}"}).status_code
+
+        assert status(spaced, "Ana%20Maria") == 200 and status(spaced, "Ana") == 403 and status(spaced, "Maria") == 403
+        r = c.get("/v1/users/Ana%20Maria/memories", headers={"Authorization": f"Bearer {spaced}"})
+        assert [i["text"].endswith("I play the cello.") for i in r.json()["items"]] == [True]
+        nfc, nfd = unicodedata.normalize("NFC", "María"), unicodedata.normalize("NFD", "María")
+        assert status(accented, "Mar%C3%ADa") == 200 and nfc == "María"  # the id as the file wrote it (NFC)
+        assert status(accented, "Mari%CC%81a") == 403 and nfd != nfc  # NFD: another user, as in paths
+        assert status(accented, "say%20%22hi%22") == 200 and status(accented, "Ana") == 403
+    tokens.write_text(f'{spaced} ana "Ana Maria\n')
+    with pytest.raises(MemarchError, match=f"token file {tokens}:1: user id 2: an unterminated quote"):
+        load_token_file(tokens)

@@ -1,7 +1,7 @@
 """``memarch serve`` as a process: it starts, answers over real HTTP (add, then search), and stops
 on SIGTERM / SIGINT with exit 0 after closing the memory; and it refuses bad setups with one line
-and exit 2 before serving anything (another address without a token, a token file others can read,
-a missing program, a port in use, a path that is a file)."""
+and exit 2 before serving anything (another address without a token, a token file others can read
+or with a bad line, a missing program, a port in use, a path that is a file)."""
 from __future__ import annotations
 
 import json
@@ -117,6 +117,9 @@ def test_refusals_are_one_line_and_exit_2(program, tmp_path):
     one_line_exit_2(memarch_serve(str(program), "--path", mem, "--token-file", str(loose)), "chmod 600")
     one_line_exit_2(memarch_serve(str(program), "--path", mem, "--token-file",
                                   str(token_file(tmp_path, text="short\n"))), "at least 16")
+    one_line_exit_2(memarch_serve(str(program), "--path", mem, "--token-file",  # the line named, not the token
+                                  str(token_file(tmp_path, text=f'# bots\n{TOKEN} ana "Ana Maria\n'))),
+                    f"memarch: error: token file {tmp_path / 'tokens'}:2: user id 2: an unterminated quote")
     one_line_exit_2(memarch_serve(str(tmp_path / "missing.json"), "--path", mem, "--port", str(free_port())),
                     "missing.json")
     a_file = tmp_path / "a-file"
