@@ -39,6 +39,7 @@ from memarch.app.serve.auth import TokenAuth
 from memarch.app.serve.checks import token_refusal
 from memarch.app.serve.core import ServingCore
 from memarch.app.serve.errors import Refusal, send_refusal
+from memarch.app.serve.server_log import clip
 from memarch.errors import MemarchError
 
 log = logging.getLogger(__name__)
@@ -284,7 +285,7 @@ class _CheckedLines:
             if problem is None:
                 return line
             code, message, rid = problem
-            log.warning("MCP stdio: line %d refused (%s): %.200s", self.n, message, line.strip())
+            log.warning("MCP stdio: line %d refused (%s): %s", self.n, message, clip(line.strip()))
             await self.problems.send(SessionMessage(types.JSONRPCError(
                 jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))))
 

@@ -15,7 +15,10 @@ httptools parser, behind a protocol that a slow or hostile client cannot pin dow
   clients already connected keep answering;
 - a request the parser refuses (a garbage request line, a malformed ``Content-Length``) gets the
   API's JSON error shape, ``{"error": "..."}``, not uvicorn's plain text;
-- these refusals are logged at most once a second, with how many were not logged.
+- these refusals, and uvicorn's own warnings about bad requests, are logged at most once a second
+  of each kind, with how many were not logged; a client's text in any line (the access log's path
+  and query) is cut to `server_log.LOG_TEXT_MAX` characters, so the log grows by a bounded line per
+  request at most, and not at all for a flood of bad ones.
 The body of a request is bounded in time by the HTTP API's guard (`guard.BODY_TIMEOUT_S`, 408).
 
 `Server` stops on SIGTERM / SIGINT gracefully and exits 0 (uvicorn re-raises the signal otherwise,
@@ -25,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import resource
-import time
 from typing import Any
 
 import httptools
@@ -33,6 +35,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from memarch.app.serve.errors import error_body
+from memarch.app.serve.server_log import BoundedLog, Quiet
 
 log = logging.getLogger(__name__)
 
@@ -56,23 +59,6 @@ def raise_fd_limit() -> int:
     return soft
 
 
-class _Quiet:
-    """At most one log line a second per kind of refusal, with how many were not logged."""
-
-    def __init__(self) -> None:
-        self.last: dict[str, float] = {}
-        self.dropped: dict[str, int] = {}
-
-    def warn(self, kind: str, message: str) -> None:
-        now = time.monotonic()
-        if now - self.last.get(kind, -1e9) < 1.0:
-            self.dropped[kind] = self.dropped.get(kind, 0) + 1
-            return
-        dropped = self.dropped.pop(kind, 0)
-        self.last[kind] = now
-        log.warning("%s%s", message, f" ({dropped} more not logged)" if dropped else "")
-
-
 class _HeadTooLarge(Exception):
     """Raised in a parser callback to stop httptools at once; answered 431 (`GuardedHttp.data_received`)."""
 
@@ -86,7 +72,13 @@ class GuardedHttp(HttpToolsProtocol):
     max_connections: int = MAX_CONNECTIONS
     max_header_bytes: int = MAX_HEADER_BYTES
     max_headers: int = MAX_HEADERS
-    quiet: _Quiet  # the server's: its refusals' log, at most a line a second of each kind
+    quiet: Quiet  # the server's: its refusals' log, at most a line a second of each kind
+    error_log: BoundedLog  # uvicorn's loggers, bounded (server_log.py): its warnings through `quiet`,
+    request_log: BoundedLog  # and a client's text in any line (the access log's path) cut short
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.logger, self.access_logger = self.error_log, self.request_log
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -221,10 +213,14 @@ def config(app: Any, *, log_level: str = "info", access_log: bool = True,
     (``max_connections`` lowered to what the open-files limit leaves, after raising it); ``more``:
     other `uvicorn.Config` settings (host, port)."""
     room = raise_fd_limit() - FD_RESERVE
+    quiet = Quiet(log)
     protocol = type("GuardedHttp", (GuardedHttp,), {"header_timeout_s": float(header_timeout_s),
                                                     "max_connections": max(1, min(int(max_connections), room)),
                                                     "max_header_bytes": int(max_header_bytes),
-                                                    "max_headers": int(max_headers), "quiet": _Quiet()})
+                                                    "max_headers": int(max_headers), "quiet": quiet,
+                                                    "error_log": BoundedLog(logging.getLogger("uvicorn.error"), quiet),
+                                                    "request_log": BoundedLog(logging.getLogger("uvicorn.access"),
+                                                                              quiet)})
     return uvicorn.Config(app, http=protocol, loop="uvloop", log_level=log_level, access_log=access_log,
                           timeout_graceful_shutdown=30, server_header=False, proxy_headers=False,
                           timeout_keep_alive=5, **more)

@@ -8,8 +8,10 @@ that must be UTF-8, no redirect built from the Host header, JSON bodies that mus
 arguments as strictly typed as the HTTP API's bodies."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -500,3 +502,67 @@ def test_a_token_file_scopes_every_id_the_user_id_rule_allows(memory, tmp_path):
     tokens.write_text(f'{spaced} ana "Ana Maria\n')
     with pytest.raises(MemarchError, match=f"token file {tokens}:1: user id 2: an unterminated quote"):
         load_token_file(tokens)
+
+
+@contextlib.contextmanager
+def logged_server(program, tmp_path, *flags: str):
+    """A real `memarch serve` whose log (all it writes) goes to a file: (port, the log's path)."""
+    port, log = free_port(), tmp_path / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "memarch", "serve", str(program), "--path", str(tmp_path / "mem"),
+                                 "--port", str(port), *flags], stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        yield port, log
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_the_log_grows_by_a_bounded_line_per_request_and_not_for_a_flood(program, tmp_path):
+    """2,000 garbage requests wrote 2,000 lines of uvicorn's "Invalid HTTP request received." (with
+    ``--no-access-log`` too); 200 URLs of 60 KB wrote 12 MB of access log. Now uvicorn's warnings
+    about bad requests go through the refusals' rate limit (a line a second of each kind, the
+    count of the others on the next), and a client's text in a line is cut to 200 characters."""
+    garbage = [b"GARBAGE\r\n\r\n", b"GET /health HTTP/1.1\r\nContent-Length: abc\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
+               b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 40]
+    upgrade = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: upgrade, close\r\nUpgrade: h2c\r\n\r\n"
+    with logged_server(program, tmp_path) as (port, log):  # the access log on, as by default
+        started = log.read_bytes()
+        t0 = time.monotonic()
+        for i in range(2000):
+            assert raw(port, garbage[i % len(garbage)])[0] == 400
+        for _ in range(100):  # served, after uvicorn's warning that it cannot upgrade
+            assert raw(port, upgrade)[0] == 200
+        took = time.monotonic() - t0
+        flood = log.read_bytes()[len(started):].decode().splitlines()
+        warnings = [line for line in flood if line.startswith("WARNING")]
+        assert len(warnings) <= 4 * (took + 2), (took, warnings[:8])  # 4 kinds, a line a second each at most
+        time.sleep(1.1)
+        assert raw(port, b"GARBAGE\r\n\r\n")[0] == 400  # its line counts the ones not logged
+        time.sleep(0.5)
+        invalid = [line for line in log.read_text().splitlines() if "Invalid HTTP request received." in line]
+        counted = sum(1 + int(re.search(r"\((\d+) more not logged\)", line).group(1)) if "more not" in line else 1
+                      for line in invalid)
+        assert counted == 2001 and len(invalid) < 20, invalid
+
+        before = log.stat().st_size
+        for i in range(200):
+            long = b"/v1/users/ana/memories?q=" + b"a" * 60_000 if i % 2 else b"/v1/users/" + b"b" * 60_000 + b"/memories"
+            assert raw(port, b"GET " + long + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")[0] in (400, 422)
+        time.sleep(0.5)
+        lines = log.read_bytes()[before:].decode().splitlines()
+        assert len(lines) == 200 and all(len(line) < 400 for line in lines), lines[:2]
+        assert all(re.search(r"\.\.\. \(600\d\d characters\)", line) for line in lines), lines[:2]
+    assert log.stat().st_size - before < 200 * 400  # was 12 MB
