@@ -33,6 +33,10 @@ def add_arguments(p) -> None:
     p.add_argument("--max-connections", type=int, default=1000, metavar="N",
                    help="connections open at once per process; more get a 503 and are closed (default 1000, "
                         "and never more than the open-files limit allows)")
+    p.add_argument("--max-connections-per-client", type=int, default=500, metavar="N",
+                   help="connections open at once per process from one remote address; more get a 503 and are "
+                        "closed (default 500, at most --max-connections; behind a reverse proxy every client has "
+                        "the proxy's address: raise it, and limit clients at the proxy)")
     p.add_argument("--workers", type=int, default=1,
                    help="server processes sharing the port and the memory (default 1; each holds the memory "
                         "in RAM, forked after one load)")
@@ -57,8 +61,9 @@ def run(args) -> int:
     for name in ("header_timeout", "body_timeout"):
         if not getattr(args, name) > 0:
             raise MemarchError(f"--{name.replace('_', '-')} must be a positive number of seconds, got {getattr(args, name)}")
-    if args.max_connections < 1:
-        raise MemarchError(f"--max-connections must be at least 1, got {args.max_connections}")
+    for name in ("max_connections", "max_connections_per_client"):
+        if getattr(args, name) < 1:
+            raise MemarchError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if args.workers < 1 or (args.workers > 1 and args.mcp):
         raise MemarchError(f"--workers must be at least 1 (and 1 with --mcp), got {args.workers}")
     if args.port is None:
@@ -96,7 +101,7 @@ def run(args) -> int:
             from memarch.app.serve.mcp_server import run_mcp
 
             run_mcp(memory, args.mcp, args.host, args.port, auth=auth, header_timeout_s=args.header_timeout,
-                    max_connections=args.max_connections)
+                    max_connections=args.max_connections, max_connections_per_client=args.max_connections_per_client)
             return 0
         return _serve_http(memory, sock, auth, args)
     finally:
@@ -110,7 +115,8 @@ def _serve_http(memory, sock: socket.socket, auth, args) -> int:
     app = create_app(memory, auth=auth, max_body_bytes=args.max_body_bytes, body_timeout_s=args.body_timeout)
     host, port = sock.getsockname()[:2]
     config = server_config(app, log_level=args.log_level, access_log=not args.no_access_log,
-                           header_timeout_s=args.header_timeout, max_connections=args.max_connections)
+                           header_timeout_s=args.header_timeout, max_connections=args.max_connections,
+                           max_connections_per_client=args.max_connections_per_client)
     workers = f"; {args.workers} workers" if args.workers > 1 else ""
     sys.stderr.write(f"memarch serve: {memory.program.architecture.key()} at http://{_url_host(host)}:{port} "
                      f"(docs /docs; {'bearer tokens required' if auth else 'no token: loopback only'}{workers})\n")

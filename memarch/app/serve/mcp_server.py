@@ -325,7 +325,8 @@ def _strict(tool: Tool) -> Tool:
 
 def run_mcp(memory: Memory, transport: Literal["stdio", "http"] | str, host: str = "127.0.0.1", port: int = 8766,
             *, user_id: str | None = None, auth: TokenAuth | None = None, token: str | None = None,
-            path: str = "/mcp", header_timeout_s: float | None = None, max_connections: int | None = None) -> None:
+            path: str = "/mcp", header_timeout_s: float | None = None, max_connections: int | None = None,
+            max_connections_per_client: int | None = None) -> None:
     """Serve ``memory`` over MCP until interrupted: ``stdio`` (the agent spawns this process) or
     ``http`` (streamable HTTP at ``http://host:port/mcp``). ``user_id`` pins the server to one user.
     Over http, ``auth`` (`TokenAuth`, the token file of ``memarch serve``) makes a bearer token
@@ -347,8 +348,8 @@ def run_mcp(memory: Memory, transport: Literal["stdio", "http"] | str, host: str
 
     app = mcp_http_app(build_mcp(memory, user_id=user_id, auth=auth), path=path, host=host, auth=auth)
     log.info("MCP (streamable http) at http://%s:%d%s", host, port, path)
-    limits = {k: v for k, v in (("header_timeout_s", header_timeout_s), ("max_connections", max_connections))
-              if v is not None}
+    limits = {k: v for k, v in (("header_timeout_s", header_timeout_s), ("max_connections", max_connections),
+                                ("max_connections_per_client", max_connections_per_client)) if v is not None}
     serve_app(app, host=host, port=port, log_level="warning", **limits)
 
 

@@ -13,6 +13,9 @@ httptools parser, behind a protocol that a slow or hostile client cannot pin dow
 - at most `MAX_CONNECTIONS` connections at once (never more than the process may open, less a
   reserve): one over the limit gets a JSON 503 and is closed at once, so ``/health`` and the
   clients already connected keep answering;
+- at most `MAX_CONNECTIONS_PER_CLIENT` of them from one remote address (the same JSON 503), so one
+  client cannot hold the whole cap and keep every other client at 503 (behind a reverse proxy,
+  every client has the proxy's address: docs/serving.md);
 - a request the parser refuses (a garbage request line, a malformed ``Content-Length``) gets the
   API's JSON error shape, ``{"error": "..."}``, not uvicorn's plain text;
 - these refusals, and uvicorn's own warnings about bad requests, are logged at most once a second
@@ -35,12 +38,16 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from memarch.app.serve.errors import error_body
-from memarch.app.serve.server_log import BoundedLog, Quiet
+from memarch.app.serve.server_log import BoundedLog, Quiet, clip
 
 log = logging.getLogger(__name__)
 
 HEADER_TIMEOUT_S = 10.0  # a request's line and headers, from the connection (or the previous response)
 MAX_CONNECTIONS = 1000  # open at once; more are refused with a 503 (lowered to what the fd limit allows)
+# Open at once from one remote address (at most MAX_CONNECTIONS), more refused with a 503: half the
+# cap, so one address never holds all of it, and five times a client pool's usual bound (httpx,
+# aiohttp: 100), so that no ordinary client meets it (docs/serving.md, "Limits").
+MAX_CONNECTIONS_PER_CLIENT = 500
 FD_RESERVE = 64  # descriptors kept for the memory's files, the database and the log
 MAX_HEADER_BYTES = 64 << 10  # a request's line and headers (431 past it)
 MAX_HEADERS = 100  # header fields in one request (431 past it)
@@ -64,21 +71,25 @@ class _HeadTooLarge(Exception):
 
 
 class GuardedHttp(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a header deadline, bounded headers, a connection cap and
-    JSON refusals (module docstring). The limits and the refusals' log are class attributes of the
-    subclass `config` makes for one server (uvicorn makes a protocol object per connection)."""
+    """uvicorn's httptools protocol with a header deadline, bounded headers, connection caps (all
+    clients', one client's) and JSON refusals (module docstring). The limits, the connections per
+    address and the log are class attributes of the subclass `config` makes for one server (uvicorn
+    makes a protocol object per connection)."""
 
     header_timeout_s: float = HEADER_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
+    max_connections_per_client: int = MAX_CONNECTIONS_PER_CLIENT
     max_header_bytes: int = MAX_HEADER_BYTES
     max_headers: int = MAX_HEADERS
     quiet: Quiet  # the server's: its refusals' log, at most a line a second of each kind
+    per_client: dict[str, int]  # the server's: connections open per remote address
     error_log: BoundedLog  # uvicorn's loggers, bounded (server_log.py): its warnings through `quiet`,
     request_log: BoundedLog  # and a client's text in any line (the access log's path) cut short
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.logger, self.access_logger = self.error_log, self.request_log
+        self._address: str | None = None  # counted in `per_client` while not None
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -87,9 +98,18 @@ class GuardedHttp(HttpToolsProtocol):
         # one head are counted too (`data_received`), not only what the callbacks have seen.
         self._in_head, self._heads = True, 0  # in a head (not a body); heads completed so far
         self._head_bytes = self._head_fields = self._head_raw = 0
+        if self.client:  # None on a Unix socket
+            self._address = self.client[0]
+            self.per_client[self._address] = self.per_client.get(self._address, 0) + 1
         if len(self.connections) > self.max_connections:
             self.quiet.warn("connections", f"refused a connection: {self.max_connections} open already")
             self._refuse(503, f"the server has {self.max_connections} connections open; try again later")
+            return
+        if self._address is not None and self.per_client[self._address] > self.max_connections_per_client:
+            self.quiet.warn("client connections", f"refused a connection from {clip(self._address)}: "
+                                                  f"{self.max_connections_per_client} open from that address already")
+            self._refuse(503, f"the server has {self.max_connections_per_client} connections open from your "
+                              "address; try again later")
             return
         self._arm_header_deadline()
 
@@ -176,7 +196,21 @@ class GuardedHttp(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_deadline()
+        self._release_address()
         super().connection_lost(exc)
+
+    def handle_websocket_upgrade(self) -> None:
+        self._release_address()  # the connection is the WebSocket protocol's from now on
+        super().handle_websocket_upgrade()
+
+    def _release_address(self) -> None:
+        address, self._address = self._address, None
+        if address is not None:
+            left = self.per_client[address] - 1
+            if left:
+                self.per_client[address] = left
+            else:
+                del self.per_client[address]  # no address stays in the table once its connections closed
 
     def send_400_response(self, msg: str) -> None:
         self.quiet.warn("malformed", "refused a malformed HTTP request")
@@ -207,20 +241,20 @@ class Server(uvicorn.Server):
 
 def config(app: Any, *, log_level: str = "info", access_log: bool = True,
            header_timeout_s: float = HEADER_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS,
-           max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
-           **more: Any) -> uvicorn.Config:
+           max_connections_per_client: int = MAX_CONNECTIONS_PER_CLIENT, max_header_bytes: int = MAX_HEADER_BYTES,
+           max_headers: int = MAX_HEADERS, **more: Any) -> uvicorn.Config:
     """The uvicorn configuration of a memarch server: uvloop, `GuardedHttp` with these limits
-    (``max_connections`` lowered to what the open-files limit leaves, after raising it); ``more``:
-    other `uvicorn.Config` settings (host, port)."""
-    room = raise_fd_limit() - FD_RESERVE
+    (``max_connections`` lowered to what the open-files limit leaves, after raising it, and
+    ``max_connections_per_client`` to ``max_connections``); ``more``: other `uvicorn.Config`
+    settings (host, port)."""
+    cap = max(1, min(int(max_connections), raise_fd_limit() - FD_RESERVE))
     quiet = Quiet(log)
-    protocol = type("GuardedHttp", (GuardedHttp,), {"header_timeout_s": float(header_timeout_s),
-                                                    "max_connections": max(1, min(int(max_connections), room)),
-                                                    "max_header_bytes": int(max_header_bytes),
-                                                    "max_headers": int(max_headers), "quiet": quiet,
-                                                    "error_log": BoundedLog(logging.getLogger("uvicorn.error"), quiet),
-                                                    "request_log": BoundedLog(logging.getLogger("uvicorn.access"),
-                                                                              quiet)})
+    limits = {"header_timeout_s": float(header_timeout_s), "max_connections": cap,
+              "max_connections_per_client": max(1, min(int(max_connections_per_client), cap)),
+              "max_header_bytes": int(max_header_bytes), "max_headers": int(max_headers)}
+    state = {"quiet": quiet, "per_client": {}, "error_log": BoundedLog(logging.getLogger("uvicorn.error"), quiet),
+             "request_log": BoundedLog(logging.getLogger("uvicorn.access"), quiet)}
+    protocol = type("GuardedHttp", (GuardedHttp,), {**limits, **state})
     return uvicorn.Config(app, http=protocol, loop="uvloop", log_level=log_level, access_log=access_log,
                           timeout_graceful_shutdown=30, server_header=False, proxy_headers=False,
                           timeout_keep_alive=5, **more)
@@ -229,7 +263,8 @@ def config(app: Any, *, log_level: str = "info", access_log: bool = True,
 def serve_app(app: Any, *, host: str, port: int, log_level: str = "info", access_log: bool = False,
               **limits: Any) -> int:
     """Run ``app`` on ``host:port`` until a signal stops it; 0 after a clean stop. ``limits``:
-    `config`'s ``header_timeout_s``, ``max_connections``, ``max_header_bytes`` and ``max_headers``."""
+    `config`'s ``header_timeout_s``, ``max_connections``, ``max_connections_per_client``,
+    ``max_header_bytes`` and ``max_headers``."""
     server = Server(config(app, log_level=log_level, access_log=access_log, host=host, port=port, **limits))
     server.run()
     return 0 if server.started else 1

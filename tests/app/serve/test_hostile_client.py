@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import signal
 import socket
 import stat
@@ -566,3 +567,58 @@ def test_the_log_grows_by_a_bounded_line_per_request_and_not_for_a_flood(program
         assert len(lines) == 200 and all(len(line) < 400 for line in lines), lines[:2]
         assert all(re.search(r"\.\.\. \(600\d\d characters\)", line) for line in lines), lines[:2]
     assert log.stat().st_size - before < 200 * 400  # was 12 MB
+
+
+def test_one_client_cannot_hold_the_connections_every_other_client_needs(program, tmp_path):
+    """1,005 half-open connections from one client held ``/health``, and every other client, at 503:
+    the connection cap was global. Now one address holds at most ``--max-connections-per-client``
+    (here 20 of 50; by default 500 of 1000) and its next ones get the JSON 503; a second client
+    (127.0.0.2: Linux routes all of 127.0.0.0/8 to the loopback device) is answered."""
+    from memarch.app.serve.server import MAX_CONNECTIONS_PER_CLIENT, config
+
+    assert config(None, max_connections=10).http.max_connections_per_client == 10 < MAX_CONNECTIONS_PER_CLIENT
+    try:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.2", 0))
+    except OSError:
+        pytest.skip("127.0.0.2 is not a local address on this machine")
+
+    def health_from(source: str, ask: bool = True) -> tuple[int, bytes]:
+        """``/health`` from ``source``; not ``ask``: only connect (a refusal comes unasked, and a
+        request the server did not read would make its close a reset)."""
+        with socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0)) as s:
+            if ask:
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            reply = b""
+            while got := s.recv(65536):
+                reply += got
+        head, _, body = reply.partition(b"\r\n\r\n")
+        return int(head.split()[1]), body
+
+    with logged_server(program, tmp_path, "--no-access-log", "--header-timeout", "60", "--max-connections", "50",
+                       "--max-connections-per-client", "20") as (port, log):
+        held, t0 = [], time.monotonic()
+        try:
+            for _ in range(60):  # more than the whole cap, all from one address
+                s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                s.sendall(b"GE")
+                held.append(s)
+            refused, deadline = [], time.monotonic() + 10
+            while len(refused) < 40 and time.monotonic() < deadline:  # the refused are answered and closed
+                refused = select.select(held, [], [], 0.2)[0]
+            time.sleep(0.2)
+            assert len(select.select(held, [], [], 0)[0]) == 40  # 20 held open: their headers may yet come
+            assert all(s.recv(4096).startswith(b"HTTP/1.1 503 ") for s in refused)
+            status, body = health_from("127.0.0.2")  # another client: answered
+            assert status == 200 and json.loads(body)["status"] == "ok"
+            status, body = health_from("127.0.0.1", ask=False)  # the first client's 61st: the JSON 503
+            assert status == 503 and json.loads(body) == {
+                "error": "the server has 20 connections open from your address; try again later"}
+            took = time.monotonic() - t0
+        finally:
+            for s in held:
+                s.close()
+        time.sleep(0.5)
+        assert health_from("127.0.0.1")[0] == 200  # its connections closed, it is answered again
+        refusals = [line for line in log.read_text().splitlines() if "open from that address" in line]
+        assert 1 <= len(refusals) <= took + 1, (took, refusals)  # 41 refusals: a line a second at most

@@ -132,6 +132,8 @@ def test_refusals_are_one_line_and_exit_2(program, tmp_path):
             one_line_exit_2(memarch_serve(str(program), "--path", mem, "--port", str(busy.getsockname()[1]),
                                           "--workers", workers), "Address already in use")
     one_line_exit_2(memarch_serve(str(program), "--path", mem, "--workers", "0"), "--workers must be at least 1")
+    one_line_exit_2(memarch_serve(str(program), "--path", mem, "--max-connections-per-client", "0"),
+                    "--max-connections-per-client must be at least 1, got 0")
     assert not os.path.exists(os.path.join(mem, "memory.db"))  # refused before the memory was opened
     assert json.loads(program.read_text())["architecture"]["store"] == "hybrid"
 
