@@ -5,7 +5,9 @@ answering beside 300 half-open connections; MCP's stdio transport answering a li
 JSON-RPC; an idempotent delete; no server path in an error; a clean exit on SIGTERM in every mode.
 Then issue 51's (item 5, part): bounded request headers (431), bounded page offsets, path user ids
 that must be UTF-8, no redirect built from the Host header, JSON bodies that must be UTF-8, and MCP
-arguments as strictly typed as the HTTP API's bodies."""
+arguments as strictly typed as the HTTP API's bodies; then token files that scope every id the
+user-id rule allows, a log that a flood of bad requests or long URLs cannot grow without bound, and
+a per-client connection bound beside the global cap."""
 from __future__ import annotations
 
 import contextlib
