@@ -21,8 +21,8 @@ from memarch.app.threads import MemoryThreads
 # The sync methods AsyncMemory exposes as coroutines, with the same arguments; the writes run on
 # the writer thread.
 METHODS = ("add", "add_episode", "add_many", "update", "search", "context", "get", "get_all", "history",
-           "source", "delete", "count", "stats")
-WRITES = frozenset({"add", "add_episode", "add_many", "update", "delete"})
+           "source", "delete", "delete_verified", "remains", "count", "stats")
+WRITES = frozenset({"add", "add_episode", "add_many", "update", "delete", "delete_verified"})
 
 
 class AsyncMemory:

@@ -16,6 +16,8 @@ from memarch.pipeline.items import MemoryItem
 from memarch.app.bulk import BATCH, Session, sessions_of
 from memarch.app.correction import correct
 from memarch.app.database import open_database
+from memarch.app.deletion import (PROCESS, Check, DeletionReport, Removed, confirm, item_held, item_rows_left,
+                                  user_held, user_rows_left)
 from memarch.app.locks import SharedLock, UserLocks
 from memarch.app.messages import Messages, as_messages, as_time, as_user
 from memarch.app.program_file import build_program, claim, read_program
@@ -24,14 +26,19 @@ from memarch.app.transaction import Transaction
 from memarch.app.vectors import private_embedder
 from memarch.pipeline.resources import Resources
 
-__all__ = ["Memory", "MemoryRecord"]
+__all__ = ["DeletionReport", "Memory", "MemoryRecord"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
 class _AlreadyGone(Exception):
-    """Inside a delete's transaction: the item is superseded or deleted already (nothing written)."""
+    """Inside a delete's transaction: the item is superseded or deleted already (nothing written);
+    carries its text (what its checks look for)."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
 
 
 class Memory:
@@ -207,30 +214,27 @@ class Memory:
         """With ``item_id``: tombstone that item (it leaves search, its history says ``deleted``);
         an item already superseded or deleted is left as it is (0: deleting is idempotent), an id the
         user never had raises `NotFoundError`. Without: remove every item and message of ``user_id``
-        from disk. Returns items affected."""
+        from disk. Returns items affected; `delete_verified` does the same and returns its report."""
+        return self.delete_verified(user_id=user_id, item_id=item_id).deleted
+
+    def delete_verified(self, *, user_id: str, item_id: str | None = None) -> DeletionReport:
+        """`delete`, answered with a `DeletionReport`: the rows its transaction removed (counted by
+        its own DELETE statements) and the checks made afterwards — the database in the same
+        transaction (a write another process makes for the user once it committed is not mistaken
+        for a leftover), then this process's store, indexes and memos. A check that finds anything
+        raises `DeletionUnverified` (a bug): a database check rolls the deletion back. Other
+        processes sharing the memory forget a deleted user at their next call (`remains` there)."""
         ns = as_user(user_id)
-        if item_id is not None:
-            def tombstone(tx: Transaction) -> None:
-                store = tx.program.store
-                if store.get(item_id, ns) is None:
-                    if store.get(item_id, ns, include_deleted=True) is not None:
-                        raise _AlreadyGone  # idempotent: deleting it again changes nothing
-                    raise NotFoundError(f"no memory item {item_id!r} of user {user_id!r}")
-                store.delete(item_id, ns, reason="deleted by the app", actor="app")
-            try:
-                self._transaction(tombstone, [ns])
-            except _AlreadyGone:
-                return 0
-            return 1
-        with self._writer:  # no body to run through the program: it is rebuilt without the user
-            with self.db.write():
-                removed, episodes = self.db.purge(ns)
-                self.db.bump(purge=True)
-            log.info("deleted user %r: %d items, %d episodes", ns, removed, episodes)
-            with self._rw.exclusive():
-                self._reload()
-            self.db.checkpoint()  # the write-ahead log keeps no page from before the purge
-        return removed
+        return self._delete_user(ns) if item_id is None else self._delete_item(ns, item_id)
+
+    def remains(self, *, user_id: str) -> list[Check]:
+        """What this process holds of ``user_id`` once caught up with every commit (another
+        process's deletion of the user included): records in its store, episodes its program counts
+        (`deletion.user_held`); after a deletion, each `Check` finds nothing."""
+        ns = as_user(user_id)
+        self._catch_up()
+        with self._rw.shared(), self._users.held([ns]):
+            return user_held(self.program, ns)
 
     def count(self, *, user_id: str = "default") -> int:
         """Active items of ``user_id`` in this process's view (after catching up)."""
@@ -277,17 +281,74 @@ class Memory:
         kept = self._transaction(lambda tx: tx.write(sessions), [s.user_id for s in sessions])
         return [[MemoryRecord.of(it) for it in items] for items in kept]
 
+    def _delete_item(self, ns: str, item_id: str) -> DeletionReport:
+        """Tombstone the item and drop its text's vector (unless another active item of the user
+        holds that text), then check, before the transaction commits, that it is active neither in
+        the database nor in this process's store and index."""
+        embedder = self.resources.embedder
+
+        def tombstone(tx: Transaction) -> tuple[str, str | None, int]:
+            store = tx.program.store
+            item = store.get(item_id, ns)
+            if item is None:
+                gone = store.get(item_id, ns, include_deleted=True)
+                if gone is not None:
+                    raise _AlreadyGone(gone.text)  # idempotent: deleting it again changes nothing
+                raise NotFoundError(f"no memory item {item_id!r} of user {ns!r}")
+            store.delete(item_id, ns, reason="deleted by the app", actor="app")
+            if any(other.text == item.text for other in store.list(ns)):
+                return item.text, None, 0
+            key = embedder.key(item.text)
+            return item.text, key, tx.db.drop_vector(ns, key)
+
+        def verify(tx: Transaction, done: tuple[str, str | None, int]) -> DeletionReport:
+            text, key, vectors = done
+            checks = item_rows_left(tx.db, ns, item_id, key) + item_held(tx.program, ns, item_id, text)
+            return DeletionReport(ns, item_id, 1, Removed(vectors=vectors),
+                                  tuple(confirm(checks, ns, item_id, committed=False)))
+        try:
+            return self._transaction(tombstone, [ns], verify)
+        except _AlreadyGone as gone:  # nothing written; still checked
+            with self.db.read():
+                rows = item_rows_left(self.db, ns, item_id, None)
+            with self._rw.shared(), self._users.held([ns]):
+                checks = rows + item_held(self.program, ns, item_id, gone.text)
+            return DeletionReport(ns, item_id, 0, Removed(), tuple(confirm(checks, ns, item_id, committed=True)))
+
+    def _delete_user(self, ns: str) -> DeletionReport:
+        """Remove the user's rows in one transaction, checked empty before it commits; then, with
+        the program held alone, empty this memory's memos, rebuild it from the database and check it
+        holds nothing of the user."""
+        with self._writer:  # no body to run through the program: it is rebuilt without the user
+            with self.db.write():
+                removed, texts = self.db.purge(ns)
+                self.db.bump(purge=True)
+                rows = confirm(user_rows_left(self.db, ns), ns, None, committed=False)
+            log.info("deleted user %r: %d items, %d episodes", ns, removed["items"], removed["episodes"])
+            with self._rw.exclusive():
+                self._forget_texts()
+                memos = sum(self.resources.texts.sizes().values())
+                self._reload()
+                held = [*user_held(self.program, ns, texts),
+                        Check(PROCESS, "entries in the memory's memos of texts, once emptied", memos)]
+            self.db.checkpoint()  # the write-ahead log keeps no page from before the purge
+        return DeletionReport(ns, None, 0, Removed(**removed),
+                              tuple(rows + confirm(held, ns, None, committed=True)))
+
     def import_progress(self, key: str) -> int:
         """Sessions committed so far by an `add_many` with ``resume_key=key`` (0 if none)."""
         with self.db.read():
             return int(self.db.get_meta(key) or 0)
 
-    def _transaction(self, body: Callable[[Transaction], T], users: list[str]) -> T:
+    def _transaction(self, body: Callable[[Transaction], T], users: list[str],
+                     check: Callable[[Transaction, T], Any] | None = None) -> Any:
         """``body(tx)``, a write of ``users``, in one database transaction after catching up; `tx`
         (`Transaction`) commits every item it touched. Locks, in this order: this process's writer
         turn, the database's write lock, the program shared and the locks of ``users`` (searches of
         other users go on meanwhile). This process's view moves to the new change number before its
-        searches can see the commit as another process's."""
+        searches can see the commit as another process's. ``check(tx, out)``, when given, runs once
+        the rows are written, before COMMIT (what it raises rolls the write back); its result is
+        returned instead of ``out``."""
         with self._writer:
             # Catch up first, before the database's write lock: waiting for this process's searches
             # to finish must not hold every other process's writes; inside the lock only what was
@@ -305,6 +366,8 @@ class Memory:
                         tx = Transaction(self.db, self.program)
                         out = body(tx)
                         seq = tx.commit()
+                        if check is not None:
+                            out = check(tx, out)
                     self._seen = (seq, self._seen[1])
                 except BaseException:
                     held.close()
@@ -353,12 +416,17 @@ class Memory:
         changes, purges = self.db.counters()
         rows = self.db.items(since=0)
         if self._seen != (-1, -1):  # the first load already built one
-            if purges != self._seen[1]:  # a user was deleted (here or by another process): no text
-                self.resources.embedder.forget()  # of theirs stays in this memory's memos, and no
-                self.resources.forget_texts()  # other memory's are touched
+            if purges != self._seen[1]:  # a user was deleted (here or by another process)
+                self._forget_texts()
             self.program = build_program(self._data, self.resources, self._source)
         self._load(rows)
         self._seen = (changes, purges)
+
+    def _forget_texts(self) -> None:
+        """Empty this memory's memos of texts (its embedder's vectors, its `Resources.texts`), so no
+        text of a deleted user stays in them; no other memory's are touched."""
+        self.resources.embedder.forget()
+        self.resources.forget_texts()
 
     def _load(self, rows: list[dict]) -> None:
         """Committed item rows into the program's store (vectors from the database, not the model);

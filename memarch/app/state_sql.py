@@ -128,17 +128,41 @@ class StateSQL:
         episodes = self._run("SELECT COUNT(*) FROM episodes").fetchone()[0]
         return {"users": int(users), "items": status, "episodes": int(episodes), "changes": self.counters()[0]}
 
-    def purge(self, namespace: str) -> tuple[int, int]:
-        """Inside `write`: remove a namespace's items, episodes and vectors; returns how many items
-        and episodes."""
-        items = self._run("DELETE FROM items WHERE namespace = ?", (namespace,)).rowcount
-        episodes = self._run("DELETE FROM episodes WHERE namespace = ?", (namespace,)).rowcount
-        self._run("DELETE FROM vectors WHERE namespace = ?", (namespace,))
-        self._run("DELETE FROM namespaces WHERE namespace = ?", (namespace,))
-        return int(items), int(episodes)
+    def purge(self, namespace: str) -> tuple[dict[str, int], list[str]]:
+        """Inside `write`: remove a namespace's items, episodes, vectors and its row of ``namespaces``.
+        Returns what the DELETE statements themselves removed (``RETURNING``, in this transaction):
+        rows of ``items``, ``episodes``, ``vectors`` and ``users`` (``namespaces``), the ``messages`` (turns and
+        steps) the episodes held, and the texts of the items and messages (to check the process's
+        memos for them afterwards)."""
+        def removed(table: str, column: str) -> list:
+            return [v for (v,) in self._run(f"DELETE FROM {table} WHERE namespace = ? RETURNING {column}", (namespace,))]
+        items = [json.loads(d) for d in removed("items", "data")]
+        episodes = [json.loads(d) for d in removed("episodes", "data")]
+        vectors, users = removed("vectors", "key"), removed("namespaces", "namespace")
+        said = [m for ep in episodes for m in (*ep.get("turns", ()), *ep.get("steps", ()))]
+        texts = [it.get("text") for it in items] + [m.get(k) for m in said for k in ("text", "action", "observation")]
+        counts = {"items": len(items), "episodes": len(episodes), "messages": len(said), "vectors": len(vectors),
+                  "users": len(users)}
+        return counts, [t for t in dict.fromkeys(texts) if isinstance(t, str) and t]
+
+    def leftovers(self, namespace: str) -> dict[str, int]:
+        """Rows a namespace still has in each table that holds a user's data (what a user's deletion
+        checks, in its own transaction, is zero everywhere)."""
+        return {table: int(self._run(f"SELECT COUNT(*) FROM {table} WHERE namespace = ?", (namespace,)).fetchone()[0])
+                for table in ("items", "episodes", "vectors", "namespaces")}
 
     # -- vectors -------------------------------------------------------------------------------------
     def put_vectors(self, rows: list[tuple[str, str, bytes]]) -> None:
         """Inside `write`: (namespace, key, vector bytes) of texts the namespace's items hold."""
         self._run_many("INSERT INTO vectors(namespace, key, vector) VALUES (?, ?, ?) "
                        "ON CONFLICT(namespace, key) DO UPDATE SET vector = excluded.vector", rows)
+
+    def drop_vector(self, namespace: str, key: str) -> int:
+        """Inside `write`: remove the namespace's vector of one text (its item left search and no
+        other active item of the namespace holds the text); returns the rows removed (0 or 1)."""
+        return len(self._run("DELETE FROM vectors WHERE namespace = ? AND key = ? RETURNING key",
+                             (namespace, key)).fetchall())
+
+    def vector_count(self, namespace: str, key: str) -> int:
+        return int(self._run("SELECT COUNT(*) FROM vectors WHERE namespace = ? AND key = ?",
+                             (namespace, key)).fetchone()[0])

@@ -22,7 +22,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -243,6 +243,12 @@ class Embedder:
         with self._memo_lock:
             self._memo.clear()
         self._gram_slots.cache_clear()
+
+    def held(self, texts: Iterable[str]) -> list[str]:
+        """Those of ``texts`` whose vectors the in-memory memo holds now (what a user's deletion
+        checks is none of theirs)."""
+        with self._memo_lock:
+            return [t for t in texts if t in self._memo]
 
     def embed_one(self, text: str) -> np.ndarray:
         """``embed([text])[0]``; a text in the memo (every read of a warm trial) is a copy of its row,

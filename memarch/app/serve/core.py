@@ -9,6 +9,7 @@ A request reaches the core checked (checks.py); what the memory refuses comes ba
 exception, which `refusal` maps to its answer (errors.py)."""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from memarch.app.messages import as_messages
@@ -75,8 +76,15 @@ class ServingCore:
         return {"items": [r.to_dict() for r in records]}
 
     async def delete(self, user_id: str, item_id: str | None = None) -> dict:
-        """One item tombstoned, or (no ``item_id``) every item and message of the user, from disk."""
-        return {"deleted": await self.write(self.memory.delete, user_id=user_id, item_id=item_id)}
+        """One item tombstoned, or (no ``item_id``) every item and message of the user, from disk:
+        the `DeletionReport` (what was removed, the checks that nothing is left)."""
+        return (await self.write(self.memory.delete_verified, user_id=user_id, item_id=item_id)).to_dict()
+
+    async def remains(self, user_id: str) -> dict:
+        """What this process holds of the user (`Memory.remains`), with the process's id."""
+        checks = await self.read(self.memory.remains, user_id=user_id)
+        return {"user_id": user_id, "pid": os.getpid(), "remains": any(c.left for c in checks),
+                "checks": [c.to_dict() for c in checks]}
 
     async def bulk(self, token: Token | None, body: s.BulkRequest) -> dict:
         """Every session's user against the token and every session's messages checked before the

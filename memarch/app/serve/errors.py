@@ -3,8 +3,9 @@ Starlette's JSONResponse writes it), written by `error_body` alone — for the g
 FastAPI's handlers, the protocol's own refusals (server.py) and MCP's bearer check.
 
 `refusal_of` is the one mapping from an exception to its answer: a `Refusal` as it is, a
-`NotFoundError` 404, any other `MemarchError` 400 (input the memory refused), anything else 500
-(logged; one line to the client). The server's directory never reaches a client: ``hide`` is
+`NotFoundError` 404, any other `MemarchError` 400 (input the memory refused), a deletion that left
+something behind (`DeletionUnverified`) 500 with what it found, anything else 500 (logged; one line
+to the client). The server's directory never reaches a client: ``hide`` is
 replaced by "the memory" in every message."""
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Awaitable, Callable, Iterable
 
 import orjson
 
+from memarch.app.deletion import DeletionUnverified
 from memarch.errors import MemarchError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,10 @@ def refusal_of(exc: BaseException, hide: str, where: str = "request") -> Refusal
         return exc
     if isinstance(exc, MemarchError):
         return Refusal(404 if isinstance(exc, NotFoundError) else 400, str(exc).replace(hide, "the memory"))
+    if isinstance(exc, DeletionUnverified):  # a bug, but one the client must hear about in words
+        message = str(exc).replace(hide, "the memory")
+        log.error("%s failed: %s", where, message)
+        return Refusal(500, message)
     log.error("%s failed", where, exc_info=exc)
     return Refusal(500, f"internal error ({type(exc).__name__}); the server log has the details")
 

@@ -10,7 +10,8 @@ threads, so a long call — a bulk import, a user's deletion — leaves the even
 requests, ``/health`` and refusals). JSON bodies are read as UTF-8 only (`checks.loads_json`, the
 routes' `_Utf8Route`). Every error is a small JSON body ``{"error": "one line"}`` (errors.py): 400
 input the memory refused, 401/403 auth, 404 no such item or route, 413 body too large, 422
-malformed request (bad JSON, unknown field, wrong type), 500 a bug."""
+malformed request (bad JSON, unknown field, wrong type), 500 a bug (a deletion that left
+something behind included)."""
 from __future__ import annotations
 
 from typing import Any, Callable, Coroutine
@@ -25,6 +26,7 @@ from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException
 
 from memarch._version import __version__
+from memarch.app.deletion import DeletionUnverified
 from memarch.app.serve import schemas as s
 from memarch.app.serve.auth import TokenAuth
 from memarch.app.serve.checks import check_query, check_user, loads_json
@@ -62,7 +64,9 @@ def create_app(memory: Any, *, auth: TokenAuth | None = None, max_body_bytes: in
         return _error(refusal.status, refusal.message, dict((k.decode(), v.decode()) for k, v in refusal.headers))
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(HTTPException, _http_error)
-    for kind in (Refusal, MemarchError, Exception):  # a MemarchError is a 400 / 404, anything else a 500
+    # A MemarchError is a 400 / 404, anything else a 500; a deletion that left something behind is a
+    # 500 answered by its own handler, so its one log line is not followed by Starlette's re-raise.
+    for kind in (Refusal, MemarchError, DeletionUnverified, Exception):
         app.add_exception_handler(kind, refused)
     # The guard wraps the whole app (outside FastAPI's own middleware): a refusal, a search and an
     # add are answered before any of its layers run; ``guard.app`` is the FastAPI app.
@@ -165,13 +169,20 @@ def _v1() -> APIRouter:
 
     user.patch("/memories/{item_id}", response_model=s.Items, summary="the same as PUT")(update)
 
-    @user.delete("/memories/{item_id}", response_model=s.Deleted, summary="tombstone one item")
+    @user.delete("/memories/{item_id}", response_model=s.Deleted,
+                 summary="tombstone one item; what was removed, checked gone")
     async def delete_item(request: Request, user_id: str, item_id: str) -> JSONResponse:
         return _json(await _core(request).delete(user_id, item_id))
 
-    @user.delete("", response_model=s.Deleted, summary="delete every item and message of the user, from disk")
+    @user.delete("", response_model=s.Deleted,
+                 summary="delete every item and message of the user, from disk; what was removed, checked gone")
     async def delete_user(request: Request, user_id: str) -> JSONResponse:
         return _json(await _core(request).delete(user_id))
+
+    @user.get("/remains", response_model=s.Remains,
+              summary="whether this server process holds anything of the user (after a deletion: nothing)")
+    async def remains(request: Request, user_id: str) -> JSONResponse:
+        return _json(await _core(request).remains(user_id))
 
     @router.post("/bulk", status_code=201, response_model=s.BulkResult, tags=["memories"],
                  summary="add many sessions, of one or several users, in one call")

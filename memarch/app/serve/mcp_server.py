@@ -39,6 +39,7 @@ from memarch.app.serve.auth import TokenAuth
 from memarch.app.serve.checks import token_refusal
 from memarch.app.serve.core import ServingCore
 from memarch.app.serve.errors import Refusal, send_refusal
+from memarch.app.serve.schemas import Deleted
 from memarch.app.serve.server_log import clip
 from memarch.errors import MemarchError
 
@@ -100,13 +101,6 @@ class Updated(BaseModel):
 
     updated: str = Field(description="The id of the item that was replaced (now superseded).")
     items: list[Item] = Field(description="The items written from the new text.")
-
-
-class Deleted(BaseModel):
-    """What a delete did."""
-
-    deleted: int = Field(description="Items removed from search (1).")
-    item_id: str
 
 
 UserId = Annotated[str, Field(
@@ -193,10 +187,10 @@ def build_mcp(memory: Memory, *, user_id: str | None = None, auth: TokenAuth | N
     async def delete_memory(item_id: ItemId, *, user_id: UserId, ctx: Context) -> Deleted:
         """Delete one memory item (it leaves search; get_memory still shows it as deleted). Use it
         when the user asks you to forget something or an item is plainly wrong and has no
-        replacement. Deleting it again changes nothing (deleted 0). Deleting all of a user's
-        memories is not offered here."""
-        deleted = await call(core.write, memory.delete, user_id=whose(user_id, ctx), item_id=item_id)
-        return Deleted(deleted=deleted, item_id=item_id)
+        replacement. Deleting it again changes nothing (deleted 0). Returns what was removed and
+        the checks that it is gone (verified). Deleting all of a user's memories is not offered here."""
+        report = await call(core.write, memory.delete_verified, user_id=whose(user_id, ctx), item_id=item_id)
+        return Deleted.model_validate(report.to_dict())  # the HTTP API's answer (core.delete)
 
     tools = [(add_memory, "Save a memory", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
              (search_memory, "Search memories", ToolAnnotations(read_only_hint=True)),

@@ -181,8 +181,46 @@ class Source(BaseModel):
     messages: list[dict[str, Any]] = Field(description="[{turn_id, speaker, text}] (steps, for an agent episode)")
 
 
+class Removed(BaseModel):
+    """Rows a deletion removed from the database, counted by its own DELETE statements in its
+    transaction (a later ``pending_jobs`` count joins them when the memory gets background jobs)."""
+
+    items: int = Field(description="item rows (every status; lineage and provenance are part of them)")
+    episodes: int = Field(description="episode rows (one per add)")
+    messages: int = Field(description="the messages (turns, or agent steps) those episodes held")
+    vectors: int = Field(description="vector rows of the user's texts")
+    users: int = Field(description="the user's own row (their episode counter)")
+
+
+class Check(BaseModel):
+    """One look for anything of the deleted user or item; ``left`` is 0 in every answer (anything
+    else is a 500)."""
+
+    where: str = Field(description="database (in the delete's own transaction) or process (this "
+                                   "server process's store, indexes and memos)")
+    what: str
+    left: int
+
+
 class Deleted(BaseModel):
-    deleted: int = Field(description="items affected")
+    """What a delete removed, and the checks that nothing of it is left (docs/serving.md)."""
+
+    deleted: int = Field(description="items affected: tombstoned + removed.items")
+    user_id: str
+    item_id: str | None = Field(description="the item deleted; null for a user's deletion")
+    tombstoned: int = Field(description="items marked deleted now (their rows stay, with their history)")
+    removed: Removed
+    verified: bool = Field(description="every check found nothing (always true in a 200 answer)")
+    checks: list[Check]
+
+
+class Remains(BaseModel):
+    """What this server process holds of a user, once caught up with every commit."""
+
+    user_id: str
+    pid: int = Field(description="the server process that answered (one of --workers)")
+    remains: bool = Field(description="any check found something")
+    checks: list[Check]
 
 
 class Health(BaseModel):

@@ -117,9 +117,9 @@ def test_a_new_memory_and_the_caches_are_private(tmp_path, program, monkeypatch)
 # -- idempotent deletes, no server paths -----------------------------------------------------------
 def test_deleting_an_item_twice_is_not_an_error_anywhere(client, memory):
     item = client.post("/v1/users/ana/memories", json={"messages": "I adopted a cat named Miso."}).json()["items"][0]
-    assert client.delete(f"/v1/users/ana/memories/{item['id']}").json() == {"deleted": 1}
+    assert client.delete(f"/v1/users/ana/memories/{item['id']}").json()["deleted"] == 1
     changes = memory.stats()["changes"]
-    assert client.delete(f"/v1/users/ana/memories/{item['id']}").json() == {"deleted": 0}
+    assert client.delete(f"/v1/users/ana/memories/{item['id']}").json()["deleted"] == 0
     assert memory.stats()["changes"] == changes  # nothing written by the second delete
     assert client.delete("/v1/users/ana/memories/nope").status_code == 404
     kept = memory.add("My sister is Rita.", user_id="ana")[0]

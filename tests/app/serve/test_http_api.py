@@ -81,17 +81,20 @@ def test_every_endpoint_happy_path(client, memory):
     source = client.get(f"/v1/users/ana/memories/{cello}/source", headers=bearer(ADMIN)).json()
     assert source["messages"] == [{"turn_id": "e2:0", "speaker": "user", "text": "My sister Rita plays the cello."}]
     r = client.delete(f"/v1/users/ana/memories/{kept[1]['id']}", headers=bearer(ADMIN))
-    assert r.json() == {"deleted": 1} and memory.count(user_id="ana") == 2
+    assert r.json()["deleted"] == 1 and r.json()["verified"] and memory.count(user_id="ana") == 2
     listed = client.get("/v1/users/ana/memories?include_deleted=true", headers=bearer(ADMIN)).json()
     assert listed["total"] == 3 and {x["status"] for x in listed["items"]} == {"active", "deleted"}
     stats = client.get("/v1/stats", headers=bearer(ADMIN)).json()
     assert stats["program"] == "turn|hybrid|hybrid|lightweight"
-    assert client.delete("/v1/users/bob", headers=bearer(ADMIN)).json() == {"deleted": 2}
+    gone = client.delete("/v1/users/bob", headers=bearer(ADMIN)).json()
+    assert gone["deleted"] == 2 and gone["removed"]["items"] == 2 and gone["verified"]
+    assert client.get("/v1/users/bob/remains", headers=bearer(ADMIN)).json()["remains"] is False
     assert memory.count(user_id="bob") == 0 and memory.count(user_id="ana") == 2
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/health", "/v1/bulk", "/v1/stats", "/v1/users/{user_id}", "/v1/users/{user_id}/memories",
             "/v1/users/{user_id}/search", "/v1/users/{user_id}/context", "/v1/users/{user_id}/memories/{item_id}",
-            "/v1/users/{user_id}/memories/{item_id}/history", "/v1/users/{user_id}/memories/{item_id}/source"} \
+            "/v1/users/{user_id}/memories/{item_id}/history", "/v1/users/{user_id}/memories/{item_id}/source",
+            "/v1/users/{user_id}/remains"} \
         == set(paths)
     assert client.get("/docs").status_code == 200
 
@@ -137,6 +140,7 @@ REQUESTS = [  # (method, path, json body) of every /v1 route, all for user ana
     ("patch", "/v1/users/ana/memories/turn-0123456789abcdef", {"text": "I moved to Porto."}),
     ("delete", "/v1/users/ana/memories/turn-0123456789abcdef", None),
     ("delete", "/v1/users/ana", None),
+    ("get", "/v1/users/ana/remains", None),
     ("post", "/v1/bulk", {"sessions": [{"user_id": "bob", "messages": "hi"}, {"user_id": "ana", "messages": "x"}]}),
     ("get", "/v1/stats", None),
 ]

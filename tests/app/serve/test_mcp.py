@@ -92,7 +92,9 @@ async def lifecycle(call) -> None:
     texts = [h["text"] for h in (await call("search_memory", user_id="ana", query="moved to", limit=10))["items"]]
     assert any("Porto" in t for t in texts) and not any("Lisbon" in t for t in texts)
 
-    assert await call("delete_memory", user_id="ana", item_id=new) == {"deleted": 1, "item_id": new}
+    deleted = await call("delete_memory", user_id="ana", item_id=new)
+    assert {k: deleted[k] for k in ("deleted", "item_id", "tombstoned", "verified")} == \
+        {"deleted": 1, "item_id": new, "tombstoned": 1, "verified": True}
     texts = [h["text"] for h in (await call("search_memory", user_id="ana", query="moved to", limit=10))["items"]]
     assert not any("Porto" in t for t in texts) and any("cello" in t for t in texts)
     gone = await call("get_memory", user_id="ana", item_id=new)

@@ -1,7 +1,7 @@
 """Two ``memarch serve`` processes on one PostgreSQL memory (issue 34): an add acknowledged by either
-is found by a search on the other, a user's deletion reaches both, ``kill -9`` of one under load loses
-no acknowledged add, and no response carries another user's item; a --path URL of another scheme
-is refused in one line."""
+is found by a search on the other, a user's deletion reaches both (its report verified, the other
+server's ``remains`` empty), ``kill -9`` of one under load loses no acknowledged add, and no
+response carries another user's item; a --path URL of another scheme is refused in one line."""
 from __future__ import annotations
 
 import signal
@@ -76,8 +76,13 @@ def test_two_servers_share_one_postgresql_memory(program, postgres_url):  # noqa
         httpx.post(f"{base_b}/v1/users/bob/memories", json={"messages": "bob's note about the secret recipe"}, timeout=30)
         assert texts(base_a, "bob", "secret recipe") == ["bob's note about the secret recipe"]
         assert "bob's note about the secret recipe" not in texts(base_a, "ana", "secret recipe")
+        assert httpx.get(f"{base_b}/v1/users/bob/remains", timeout=30).json()["remains"] is True
         r = httpx.delete(f"{base_a}/v1/users/bob", timeout=30)
         assert r.status_code == 200 and r.json()["deleted"] == 1
+        assert r.json()["verified"] and r.json()["removed"] == {"items": 1, "episodes": 1, "messages": 1,
+                                                                "vectors": 1, "users": 1}
+        remains = httpx.get(f"{base_b}/v1/users/bob/remains", timeout=30).json()  # the other server, caught up
+        assert remains["remains"] is False and all(c["left"] == 0 for c in remains["checks"])
         assert texts(base_b, "bob", "secret recipe") == []  # the deletion reached the other server
         assert len(texts(base_b, "ana")) == 10
     finally:
