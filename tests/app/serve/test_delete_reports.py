@@ -8,7 +8,6 @@ import json
 import logging
 import sqlite3
 
-import pytest
 from fastapi.testclient import TestClient
 
 from memarch import Architecture, Memory
@@ -16,30 +15,10 @@ from memarch.app import memory as memory_module
 from memarch.app.deletion import Check
 from memarch.app.serve.http_api import create_app
 from memarch.app.serve.mcp_server import build_mcp
-from memarch.pipeline.program import MemoryProgram
 from test_mcp import ok, run
 
 ARCH = Architecture(("turn",), "hybrid", "hybrid", "lightweight")
 REPORT = {"deleted", "user_id", "item_id", "tombstoned", "removed", "verified", "checks"}
-
-
-@pytest.fixture
-def program_file(tmp_path, hash_resources):
-    path = tmp_path / "program.json"
-    MemoryProgram(ARCH, resources=hash_resources).save(path, include_memory=False)
-    return path
-
-
-@pytest.fixture
-def memory(program_file, tmp_path):
-    with Memory.load(program_file, path=tmp_path / "mem") as m:
-        yield m
-
-
-@pytest.fixture
-def client(memory):
-    with TestClient(create_app(memory)) as c:
-        yield c
 
 
 def rows_of(memory: Memory, user: str) -> dict[str, int]:

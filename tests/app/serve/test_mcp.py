@@ -20,25 +20,10 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from memarch import Architecture, MemarchError, Memory
 from memarch.app.serve.auth import TokenAuth
 from memarch.app.serve.mcp_server import build_mcp, run_mcp
-from memarch.pipeline.program import MemoryProgram
 
 ARCH = Architecture(("turn",), "hybrid", "hybrid", "lightweight")
 TOOLS = {"add_memory", "search_memory", "get_memory", "update_memory", "delete_memory"}
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def program_file(tmp_path, hash_resources):
-    """A saved program with the hash embedder."""
-    path = tmp_path / "program.json"
-    MemoryProgram(ARCH, resources=hash_resources).save(path, include_memory=False)
-    return path
-
-
-@pytest.fixture
-def memory(program_file, tmp_path):
-    with Memory.load(program_file, path=tmp_path / "mem") as memory:
-        yield memory
 
 
 def run(server, script) -> None:
